@@ -1,0 +1,806 @@
+"""Host-heap benchmark: how much of a builder-like burst of freed memory stays resident.
+
+A TensorRT engine build allocates gigabytes of host memory from several threads, in blocks of
+a few MiB, and frees them at the end. glibc raises its dynamic mmap threshold to 32 MiB after
+the first large free, so those blocks come from the threads' heap arenas, and small blocks that
+outlive the build pin each heap's top: after the build the freed memory stays resident. The
+fork's ``trim_host_heap()`` calls ``malloc_trim(0)`` to hand it back. This script measures that
+against upstream's default (no trim) and against the usual allocator knobs, each case in a
+fresh process so that its environment applies from the start.
+
+Run it with one command (see ``README.md`` next to this file)::
+
+    python benchmarks/host_heap/run.py
+
+It writes every figure to ``benchmarks/results/host_heap.json`` and prints a short table last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import ctypes.util
+import datetime
+import importlib.metadata
+import importlib.util
+import json
+import logging
+import os
+import platform
+import random
+import shlex
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+logger = logging.getLogger("host_heap")
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+OVERLAY = REPO_ROOT / "py" / "torch_tensorrt" / "dynamo" / "utils.py"
+DEFAULT_OUTPUT = REPO_ROOT / "benchmarks" / "results" / "host_heap.json"
+
+KiB = 1024
+MiB = 1024 * KiB
+GiB = 1024 * MiB
+
+# glibc's ceiling for the dynamic mmap threshold on 64-bit (DEFAULT_MMAP_THRESHOLD_MAX).
+MMAP_THRESHOLD_MAX = 32 * MiB
+# A free of an mmapped chunk raises the threshold to the chunk's size only when that size is at
+# most MMAP_THRESHOLD_MAX; the chunk is the request plus a header, rounded up to a page. This
+# request gives a chunk of 32 MiB - 4 KiB, so the threshold ends at (almost exactly) 32 MiB.
+THRESHOLD_RAISING_BYTES = MMAP_THRESHOLD_MAX - 2 * 4096
+
+JEMALLOC_CANDIDATES = (
+    "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+    "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2",
+    "/usr/lib64/libjemalloc.so.2",
+    "/usr/lib/libjemalloc.so.2",
+)
+
+# Variables that change the allocator; cleared from every case's environment first so that
+# the caller's own settings cannot leak into a case.
+ALLOCATOR_VARIABLES = (
+    "LD_PRELOAD",
+    "GLIBC_TUNABLES",
+    "MALLOC_ARENA_MAX",
+    "MALLOC_ARENA_TEST",
+    "MALLOC_MMAP_MAX_",
+    "MALLOC_MMAP_THRESHOLD_",
+    "MALLOC_TOP_PAD_",
+    "MALLOC_TRIM_THRESHOLD_",
+    "MALLOC_CONF",
+    "TORCHTRT_ENABLE_BUILDER_MALLOC_TRIM",
+)
+
+RESULT_PREFIX = "HOST_HEAP_RESULT "
+
+
+class HostHeapBenchmarkError(Exception):
+    """The one error this script reports to its user, with what to do about it."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One way of running the burst: an environment, and whether the fork trims after it."""
+
+    name: str
+    description: str
+    env: Dict[str, str] = field(default_factory=dict)
+    fork_trim: bool = False
+    jemalloc: bool = False
+
+
+CASES = (
+    Case("upstream", "glibc defaults, no trim (upstream's default)"),
+    Case("fork", "glibc defaults, the fork's trim_host_heap() after each burst", fork_trim=True),
+    Case(
+        "trim_threshold",
+        "MALLOC_TRIM_THRESHOLD_=131072 (glibc's default value; setting it fixes the thresholds)",
+        env={"MALLOC_TRIM_THRESHOLD_": "131072"},
+    ),
+    Case(
+        "mmap_threshold",
+        "MALLOC_MMAP_THRESHOLD_=131072 (glibc's default value; setting it fixes the thresholds)",
+        env={"MALLOC_MMAP_THRESHOLD_": "131072"},
+    ),
+    Case(
+        "tunables_mmap",
+        "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072 (the tunable form of the above)",
+        env={"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=131072"},
+    ),
+    Case(
+        "arena_max_1",
+        "MALLOC_ARENA_MAX=1: every thread shares the brk heap",
+        env={"MALLOC_ARENA_MAX": "1"},
+    ),
+    Case("jemalloc", "jemalloc 5 via LD_PRELOAD, its default settings", jemalloc=True),
+    Case(
+        "jemalloc_decay0",
+        "jemalloc via LD_PRELOAD, MALLOC_CONF=dirty_decay_ms:0,muzzy_decay_ms:0 (purge at once)",
+        env={"MALLOC_CONF": "dirty_decay_ms:0,muzzy_decay_ms:0"},
+        jemalloc=True,
+    ),
+)
+CASES_BY_NAME = {case.name: case for case in CASES}
+
+
+# ---------------------------------------------------------------------------------------------
+# Worker: runs in a fresh process, one case, one repeat.
+# ---------------------------------------------------------------------------------------------
+
+
+class _MallInfo2(ctypes.Structure):
+    """glibc's ``struct mallinfo2``: its ``hblkhd`` shows whether the blocks were mmapped."""
+
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
+
+
+class _Libc:
+    """``malloc``/``free``/``memset`` from the process's global symbol scope.
+
+    ``ctypes.CDLL("libc.so.6").malloc`` would be glibc's own ``malloc`` even under
+    ``LD_PRELOAD=libjemalloc.so.2``, because a lookup through a library's handle starts at that
+    library. ``CDLL(None)`` looks in the global scope, where a preloaded allocator comes first,
+    as it does for TensorRT. ctypes releases the GIL during each call, so every thread
+    allocates in its own arena, concurrently.
+    """
+
+    def __init__(self) -> None:
+        scope = ctypes.CDLL(None)
+        self.malloc = scope.malloc
+        self.malloc.argtypes = [ctypes.c_size_t]
+        self.malloc.restype = ctypes.c_void_p
+        self.free = scope.free
+        self.free.argtypes = [ctypes.c_void_p]
+        self.free.restype = None
+        self.memset = scope.memset
+        self.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+        self.memset.restype = ctypes.c_void_p
+        self.mallctl: Optional[Any] = getattr(scope, "mallctl", None)
+        self.mallinfo2: Optional[Any] = None
+        if self.mallctl is None:
+            mallinfo2 = getattr(scope, "mallinfo2", None)
+            if mallinfo2 is not None:
+                mallinfo2.argtypes = []
+                mallinfo2.restype = _MallInfo2
+                self.mallinfo2 = mallinfo2
+
+    def allocator(self) -> str:
+        """Which allocator serves ``malloc``: jemalloc's version string, or glibc's."""
+        if self.mallctl is not None:
+            version = ctypes.c_char_p()
+            size = ctypes.c_size_t(ctypes.sizeof(version))
+            rc = self.mallctl(b"version", ctypes.byref(version), ctypes.byref(size), None, 0)
+            if rc == 0 and version.value:
+                return "jemalloc " + version.value.decode()
+            return "jemalloc (version unknown)"
+        return "glibc " + platform.libc_ver()[1]
+
+    def mmapped_bytes(self) -> Optional[int]:
+        """Bytes glibc holds in mmapped chunks (``None`` under another allocator)."""
+        if self.mallinfo2 is None:
+            return None
+        return int(self.mallinfo2().hblkhd)
+
+
+def _proc_status() -> Dict[str, int]:
+    """VmRSS, VmHWM and RssAnon of this process, in bytes."""
+    values: Dict[str, int] = {}
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            key, _, rest = line.partition(":")
+            if key in ("VmRSS", "VmHWM", "RssAnon"):
+                values[key] = int(rest.split()[0]) * KiB
+    return values
+
+
+def _rss() -> int:
+    return _proc_status()["VmRSS"]
+
+
+def _block_sizes(seed: int, share: int, min_bytes: int, max_bytes: int) -> List[int]:
+    """Sizes of one thread's big blocks: uniform in [min, max] until ``share`` bytes.
+
+    The same seed gives the same sizes in every case and repeat, so the cases differ only in
+    the allocator's behaviour.
+    """
+    rng = random.Random(seed)
+    sizes: List[int] = []
+    total = 0
+    while total < share:
+        size = rng.randint(min_bytes, max_bytes)
+        sizes.append(size)
+        total += size
+    return sizes
+
+
+def _load_fork_trim() -> Callable[[], None]:
+    """The fork's ``trim_host_heap`` from the overlay file, imported by path.
+
+    The overlay is not an installed module (the wheel build splices it into upstream's file),
+    so it is loaded from its path; it needs torch, not TensorRT.
+    """
+    spec = importlib.util.spec_from_file_location("torchtrt_fork_overlay_utils", OVERLAY)
+    if spec is None or spec.loader is None:
+        raise HostHeapBenchmarkError(f"cannot load the overlay {str(OVERLAY)!r}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    trim: Callable[[], None] = module.trim_host_heap
+    return trim
+
+
+def _run_round(
+    libc: _Libc, sizes_per_thread: Sequence[Sequence[int]], small_bytes: int, live: List[int]
+) -> Dict[str, Any]:
+    """One burst: every thread allocates and touches its blocks, all are held, all are freed.
+
+    After each big block a thread allocates a small block that stays allocated (``live``), as
+    the builder's long-lived small objects do; it sits above the big block in the arena, so the
+    arena's top cannot shrink when the big blocks go. The peak is read while every block is
+    held; the times of the allocation and of the free exclude that reading.
+    """
+    threads_count = len(sizes_per_thread)
+    allocated = threading.Barrier(threads_count + 1)
+    go_free = threading.Barrier(threads_count + 1)
+    errors: List[BaseException] = []
+    lock = threading.Lock()
+
+    def thread_body(sizes: Sequence[int]) -> None:
+        big: List[int] = []
+        small: List[int] = []
+        try:
+            for size in sizes:
+                pointer = libc.malloc(size)
+                if not pointer:
+                    raise MemoryError(f"malloc({size}) returned NULL")
+                libc.memset(pointer, 0x5A, size)
+                big.append(pointer)
+                keep = libc.malloc(small_bytes)
+                if not keep:
+                    raise MemoryError(f"malloc({small_bytes}) returned NULL")
+                libc.memset(keep, 0xA5, small_bytes)
+                small.append(keep)
+            allocated.wait()
+            go_free.wait()
+            for pointer in big:
+                libc.free(pointer)
+        except BaseException as error:  # reported by the main thread
+            with lock:
+                errors.append(error)
+            allocated.abort()
+            go_free.abort()
+        finally:
+            with lock:
+                live.extend(small)
+
+    workers = [threading.Thread(target=thread_body, args=(sizes,)) for sizes in sizes_per_thread]
+    start = time.perf_counter()
+    for worker in workers:
+        worker.start()
+    try:
+        allocated.wait()
+        allocated_at = time.perf_counter()
+        peak = _proc_status()
+        mmapped = libc.mmapped_bytes()
+        free_start = time.perf_counter()
+        go_free.wait()
+    except threading.BrokenBarrierError:
+        for worker in workers:
+            worker.join()
+        raise HostHeapBenchmarkError(f"the burst failed: {errors[0] if errors else 'unknown'}")
+    for worker in workers:
+        worker.join()
+    free_end = time.perf_counter()
+    if errors:
+        raise HostHeapBenchmarkError(f"the burst failed: {errors[0]}")
+    alloc_s = allocated_at - start
+    free_s = free_end - free_start
+    return {
+        "alloc_s": alloc_s,
+        "free_s": free_s,
+        "burst_s": alloc_s + free_s,
+        "rss_peak": peak["VmRSS"],
+        "rss_anon_peak": peak["RssAnon"],
+        "glibc_mmapped_at_peak": mmapped,
+        "rss_after_free": _rss(),
+    }
+
+
+def _seconds_per_gib(seconds: Optional[float], trimmed_bytes: int) -> Optional[float]:
+    """Trim time per GiB handed back; ``None`` without a trim or when nothing came back."""
+    if seconds is None or trimmed_bytes <= 0:
+        return None
+    return seconds / (trimmed_bytes / GiB)
+
+
+def run_worker(args: argparse.Namespace) -> Dict[str, Any]:
+    """Run one case once in this (fresh) process and return every figure."""
+    case = CASES_BY_NAME[args.worker]
+    libc = _Libc()
+    fork_trim = _load_fork_trim() if case.fork_trim else None
+
+    # Raise glibc's dynamic mmap threshold as a builder's first large free does.
+    pointer = libc.malloc(THRESHOLD_RAISING_BYTES)
+    libc.memset(pointer, 0, THRESHOLD_RAISING_BYTES)
+    libc.free(pointer)
+
+    burst_bytes_target = int(args.burst_gib * GiB)
+    share = burst_bytes_target // args.threads
+    sizes_per_thread = [
+        _block_sizes(
+            args.seed * 1000 + index, share, args.block_min_mib * MiB, args.block_max_mib * MiB
+        )
+        for index in range(args.threads)
+    ]
+    burst_bytes = sum(sum(sizes) for sizes in sizes_per_thread)
+    blocks = sum(len(sizes) for sizes in sizes_per_thread)
+
+    live: List[int] = []
+    rss_before = _rss()
+    rounds: List[Dict[str, Any]] = []
+    for _ in range(args.rounds):
+        figures = _run_round(libc, sizes_per_thread, args.small_bytes, live)
+        if fork_trim is not None:
+            trim_start = time.perf_counter()
+            fork_trim()
+            figures["trim_s"] = time.perf_counter() - trim_start
+        else:
+            figures["trim_s"] = None
+        figures["rss_after_trim"] = _rss()
+        rounds.append(figures)
+
+    for figures in rounds:
+        figures["kept_after_free"] = figures["rss_after_free"] - rss_before
+        figures["kept_after_trim"] = figures["rss_after_trim"] - rss_before
+        figures["trimmed_bytes"] = figures["rss_after_free"] - figures["rss_after_trim"]
+        figures["trim_s_per_gib"] = _seconds_per_gib(figures["trim_s"], figures["trimmed_bytes"])
+    first, last = rounds[0], rounds[-1]
+    trimmed = last["trimmed_bytes"]
+    trim_s = last["trim_s"]
+    return {
+        "case": case.name,
+        "allocator": libc.allocator(),
+        "burst_bytes": burst_bytes,
+        "blocks": blocks,
+        "small_live_bytes": len(live) * args.small_bytes,
+        "rss_before": rss_before,
+        "rss_peak": max(figures["rss_peak"] for figures in rounds),
+        "vm_hwm": _proc_status()["VmHWM"],
+        "rss_after_free": last["rss_after_free"],
+        "rss_after_trim": last["rss_after_trim"],
+        "kept_after_free": last["rss_after_free"] - rss_before,
+        "kept_after_trim": last["rss_after_trim"] - rss_before,
+        "trimmed_bytes": trimmed if trim_s is not None else None,
+        "trim_s": trim_s,
+        "trim_s_per_gib": last["trim_s_per_gib"],
+        "first_kept_after_trim": first["kept_after_trim"],
+        "first_trim_s": first["trim_s"],
+        "first_trim_s_per_gib": first["trim_s_per_gib"],
+        "burst_s": rounds[0]["burst_s"],
+        "warm_burst_s": rounds[1]["burst_s"] if len(rounds) > 1 else None,
+        "rounds": rounds,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Driver: starts one fresh process per case and repeat, collects, summarises, writes the JSON.
+# ---------------------------------------------------------------------------------------------
+
+
+def find_jemalloc(explicit: Optional[str]) -> Optional[str]:
+    """Path of ``libjemalloc.so.2``: the one given, a usual Debian path, or the linker's."""
+    if explicit:
+        return explicit if Path(explicit).is_file() else None
+    for candidate in JEMALLOC_CANDIDATES:
+        if Path(candidate).is_file():
+            return candidate
+    found = ctypes.util.find_library("jemalloc")
+    return found if found and Path(found).is_file() else None
+
+
+def case_environment(case: Case, jemalloc: Optional[str]) -> Dict[str, str]:
+    """The environment of a case: ours, minus every allocator setting, plus the case's own."""
+    env = {key: value for key, value in os.environ.items() if key not in ALLOCATOR_VARIABLES}
+    env.update(case.env)
+    if case.jemalloc:
+        assert jemalloc is not None
+        env["LD_PRELOAD"] = jemalloc
+    env["PYTHONHASHSEED"] = "0"
+    return env
+
+
+def _read_first(path: str) -> Optional[str]:
+    try:
+        with open(path, encoding="ascii") as handle:
+            return handle.read().strip()
+    except OSError:
+        return None
+
+
+def _jemalloc_package_version() -> Optional[str]:
+    try:
+        result = subprocess.run(
+            ["dpkg-query", "-W", "-f=${Version}", "libjemalloc2"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError:
+        return None
+    if result.returncode != 0:
+        return None
+    return result.stdout.strip() or None
+
+
+def machine_info(jemalloc: Optional[str]) -> Dict[str, Any]:
+    """The machine and software versions the figures were measured on."""
+    cpu_model = None
+    with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    mem_total = None
+    with open("/proc/meminfo", encoding="ascii") as meminfo:
+        for line in meminfo:
+            if line.startswith("MemTotal:"):
+                mem_total = int(line.split()[1]) * KiB
+    try:
+        torch_version: Optional[str] = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        torch_version = None
+    return {
+        "cpu_model": cpu_model,
+        "cpu_cores": os.cpu_count(),
+        "memory_bytes": mem_total,
+        "kernel": platform.release(),
+        "machine": platform.machine(),
+        "glibc": platform.libc_ver()[1],
+        "python": platform.python_version(),
+        "torch": torch_version,
+        "jemalloc_library": jemalloc,
+        "jemalloc_package": _jemalloc_package_version(),
+        "jemalloc": None,  # filled in from a jemalloc worker's own report
+        "transparent_hugepage": _read_first("/sys/kernel/mm/transparent_hugepage/enabled"),
+    }
+
+
+def _mem_available() -> int:
+    with open("/proc/meminfo", encoding="ascii") as meminfo:
+        for line in meminfo:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * KiB
+    return 0
+
+
+def run_case(
+    case: Case, burst_gib: float, args: argparse.Namespace, jemalloc: Optional[str]
+) -> Dict[str, Any]:
+    """Run one case once in a fresh process and return its figures."""
+    command = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--worker",
+        case.name,
+        "--sizes-gib",
+        str(burst_gib),
+        "--threads",
+        str(args.threads),
+        "--rounds",
+        str(args.rounds),
+        "--seed",
+        str(args.seed),
+        "--small-bytes",
+        str(args.small_bytes),
+        "--block-min-mib",
+        str(args.block_min_mib),
+        "--block-max-mib",
+        str(args.block_max_mib),
+    ]
+    result = subprocess.run(
+        command,
+        env=case_environment(case, jemalloc),
+        capture_output=True,
+        text=True,
+        timeout=args.timeout_s,
+        check=False,
+    )
+    lines = [line for line in result.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
+    if result.returncode != 0 or not lines:
+        raise HostHeapBenchmarkError(
+            f"case {case.name!r} at {burst_gib:g} GiB failed (exit {result.returncode}):\n"
+            f"{result.stderr.strip()[-2000:]}"
+        )
+    figures: Dict[str, Any] = json.loads(lines[-1][len(RESULT_PREFIX) :])
+    return figures
+
+
+SUMMARY_KEYS = (
+    "rss_before",
+    "rss_peak",
+    "kept_after_free",
+    "kept_after_trim",
+    "first_kept_after_trim",
+    "first_trim_s",
+    "first_trim_s_per_gib",
+    "trimmed_bytes",
+    "trim_s",
+    "trim_s_per_gib",
+    "burst_s",
+    "warm_burst_s",
+)
+
+
+def _fraction(part: Optional[float], whole: int) -> Optional[float]:
+    return None if part is None else part / whole
+
+
+def summarise(runs: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Median of every figure per (case, burst size), over the repeats."""
+    groups: Dict[tuple, List[Dict[str, Any]]] = {}
+    for run in runs:
+        groups.setdefault((run["case"], run["burst_gib"]), []).append(run)
+    summary = []
+    for (case, burst_gib), group in groups.items():
+        medians: Dict[str, Optional[float]] = {}
+        for key in SUMMARY_KEYS:
+            values = [run[key] for run in group if run[key] is not None]
+            medians[key] = statistics.median(values) if values else None
+        burst_bytes = group[0]["burst_bytes"]
+        summary.append(
+            {
+                "case": case,
+                "burst_gib": burst_gib,
+                "burst_bytes": burst_bytes,
+                "repeats": len(group),
+                "median": medians,
+                "kept_fraction": _fraction(medians["kept_after_trim"], burst_bytes),
+                "first_kept_fraction": _fraction(medians["first_kept_after_trim"], burst_bytes),
+            }
+        )
+    return summary
+
+
+def check_target(
+    summary: Sequence[Dict[str, Any]], kept_fraction_max: float, trim_s_per_gib_max: float
+) -> Dict[str, Any]:
+    """Whether the fork keeps at most the given share of each burst, within the time bound.
+
+    Checked after the first burst (a fresh process, as after one engine build) and after the
+    last (as after later builds in the same process), since the two differ.
+    """
+    per_size = []
+    for entry in summary:
+        if entry["case"] != "fork":
+            continue
+        median = entry["median"]
+        kept = [entry["first_kept_fraction"], entry["kept_fraction"]]
+        speed = [median["first_trim_s_per_gib"], median["trim_s_per_gib"]]
+        kept_ok = all(value is not None and value <= kept_fraction_max for value in kept)
+        speed_ok = all(value is not None and value <= trim_s_per_gib_max for value in speed)
+        per_size.append(
+            {
+                "burst_gib": entry["burst_gib"],
+                "first_kept_fraction": kept[0],
+                "kept_fraction": kept[1],
+                "first_trim_s_per_gib": speed[0],
+                "trim_s_per_gib": speed[1],
+                "kept_ok": kept_ok,
+                "speed_ok": speed_ok,
+            }
+        )
+    return {
+        "kept_fraction_max": kept_fraction_max,
+        "trim_s_per_gib_max": trim_s_per_gib_max,
+        "per_size": per_size,
+        "met": bool(per_size) and all(item["kept_ok"] and item["speed_ok"] for item in per_size),
+    }
+
+
+def _fmt(value: Optional[float], scale: float = 1.0, digits: int = 2) -> str:
+    return "-" if value is None else f"{value / scale:.{digits}f}"
+
+
+def format_table(summary: Sequence[Dict[str, Any]], skipped: Dict[str, str]) -> str:
+    """The short table printed last: medians per case and burst size."""
+    header = (
+        f"{'burst':>6} {'case':<16} {'before':>6} {'peak':>6} {'kept1':>6} {'kept1%':>6} "
+        f"{'kept2':>6} {'kept2%':>6} {'trim1 s':>7} {'s/GiB':>5} {'burst s':>7} {'warm s':>6}"
+    )
+    lines = [
+        "Medians over the repeats. RSS in GiB. keptN = RSS after burst N is freed (and, for the",
+        "fork, trimmed) minus RSS before, in GiB and in % of the burst. trim1 s = the trim after",
+        "burst 1, s/GiB = its time per GiB handed back. burst s = allocate + touch + free of",
+        "burst 1 in a fresh process; warm s = burst 2, the same blocks again.",
+        header,
+        "-" * len(header),
+    ]
+    for entry in summary:
+        median = entry["median"]
+        lines.append(
+            f"{entry['burst_gib']:>4g}Gi {entry['case']:<16} "
+            f"{_fmt(median['rss_before'], GiB):>6} {_fmt(median['rss_peak'], GiB):>6} "
+            f"{_fmt(median['first_kept_after_trim'], GiB, 3):>6} "
+            f"{_fmt(entry['first_kept_fraction'], 0.01, 1):>6} "
+            f"{_fmt(median['kept_after_trim'], GiB, 3):>6} "
+            f"{_fmt(entry['kept_fraction'], 0.01, 1):>6} "
+            f"{_fmt(median['first_trim_s'], 1, 3):>7} "
+            f"{_fmt(median['first_trim_s_per_gib'], 1, 3):>5} "
+            f"{_fmt(median['burst_s']):>7} {_fmt(median['warm_burst_s']):>6}"
+        )
+    for name, reason in skipped.items():
+        lines.append(f"skipped {name}: {reason}")
+    return "\n".join(lines)
+
+
+def write_json(path: Path, document: Dict[str, Any]) -> None:
+    """Write the results next to their final name first, so a crash leaves the old file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def run_driver(args: argparse.Namespace) -> int:
+    """Run every selected case and size ``repeats`` times, then save and print the results."""
+    if importlib.util.find_spec("torch") is None:
+        raise HostHeapBenchmarkError(
+            f"torch is not importable from {sys.executable!r}, and the 'fork' case imports the "
+            "overlay, which needs it; run this script with a Python that has torch "
+            "(e.g. pip install torch)"
+        )
+    jemalloc = find_jemalloc(args.jemalloc)
+    skipped: Dict[str, str] = {}
+    cases = [CASES_BY_NAME[name] for name in args.cases]
+    if jemalloc is None:
+        for case in cases:
+            if case.jemalloc:
+                skipped[case.name] = (
+                    "libjemalloc.so.2 not found; install it with "
+                    "'apt-get install -y libjemalloc2' or pass --jemalloc PATH"
+                )
+                logger.warning("skipping case %s: %s", case.name, skipped[case.name])
+        cases = [case for case in cases if not case.jemalloc]
+
+    largest = max(args.sizes_gib)
+    needed = int(largest * GiB * 1.15)
+    if _mem_available() < needed:
+        raise HostHeapBenchmarkError(
+            f"the {largest:g} GiB burst needs about {needed / GiB:.1f} GiB available, "
+            f"but MemAvailable is {_mem_available() / GiB:.1f} GiB; pass smaller --sizes-gib"
+        )
+
+    machine = machine_info(jemalloc)
+    runs: List[Dict[str, Any]] = []
+    started = time.perf_counter()
+    for burst_gib in args.sizes_gib:
+        for repeat in range(args.repeats):
+            for case in cases:
+                figures = run_case(case, burst_gib, args, jemalloc)
+                figures.update({"burst_gib": burst_gib, "repeat": repeat})
+                runs.append(figures)
+                if case.jemalloc and machine["jemalloc"] is None:
+                    machine["jemalloc"] = figures["allocator"]
+                logger.info(
+                    "%5g GiB  repeat %d  %-16s kept %.3f GiB  burst %.2f s  trim %s s",
+                    burst_gib,
+                    repeat,
+                    case.name,
+                    figures["kept_after_trim"] / GiB,
+                    figures["burst_s"],
+                    _fmt(figures["trim_s"], 1, 3),
+                )
+
+    summary = summarise(runs)
+    target = check_target(summary, args.kept_fraction_max, args.trim_s_per_gib_max)
+    document = {
+        "benchmark": "host_heap",
+        "schema": 1,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": shlex.join([sys.executable, *sys.argv]),
+        "elapsed_s": time.perf_counter() - started,
+        "settings": {
+            "sizes_gib": args.sizes_gib,
+            "repeats": args.repeats,
+            "threads": args.threads,
+            "rounds": args.rounds,
+            "block_min_bytes": args.block_min_mib * MiB,
+            "block_max_bytes": args.block_max_mib * MiB,
+            "small_bytes": args.small_bytes,
+            "seed": args.seed,
+            "threshold_raising_bytes": THRESHOLD_RAISING_BYTES,
+        },
+        "machine": machine,
+        "cases": [
+            {
+                "name": case.name,
+                "description": case.description,
+                "env": dict(case.env, **({"LD_PRELOAD": jemalloc or ""} if case.jemalloc else {})),
+                "fork_trim": case.fork_trim,
+                "skipped": skipped.get(case.name),
+            }
+            for case in (CASES_BY_NAME[name] for name in args.cases)
+        ],
+        "runs": runs,
+        "summary": summary,
+        "target": target,
+    }
+    write_json(args.output, document)
+    logger.info("wrote %s", args.output)
+
+    sys.stderr.flush()
+    print(format_table(summary, skipped))
+    for item in target["per_size"]:
+        print(
+            f"fork target at {item['burst_gib']:g} GiB (kept <= "
+            f"{args.kept_fraction_max * 100:g}%, trim <= {args.trim_s_per_gib_max:g} s/GiB): "
+            f"kept {_fmt(item['first_kept_fraction'], 0.01, 2)}% / "
+            f"{_fmt(item['kept_fraction'], 0.01, 2)}% after burst 1 / {args.rounds}, "
+            f"trim {_fmt(item['first_trim_s_per_gib'], 1, 3)} / "
+            f"{_fmt(item['trim_s_per_gib'], 1, 3)} s/GiB: "
+            f"{'met' if item['kept_ok'] and item['speed_ok'] else 'MISSED'}"
+        )
+    sys.stdout.flush()
+    return 0
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes-gib", type=float, nargs="+", default=[3.0, 12.0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="bursts per process; the second shows reuse"
+    )
+    parser.add_argument(
+        "--cases", nargs="+", choices=list(CASES_BY_NAME), default=list(CASES_BY_NAME)
+    )
+    parser.add_argument("--block-min-mib", type=int, default=1)
+    parser.add_argument("--block-max-mib", type=int, default=24)
+    parser.add_argument("--small-bytes", type=int, default=4096)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--jemalloc", help="path of libjemalloc.so.2 (default: search)")
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    parser.add_argument("--timeout-s", type=float, default=300.0)
+    parser.add_argument("--kept-fraction-max", type=float, default=0.01)
+    parser.add_argument("--trim-s-per-gib-max", type=float, default=0.1)
+    parser.add_argument("--worker", choices=list(CASES_BY_NAME), help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    try:
+        if args.worker:
+            args.burst_gib = args.sizes_gib[0]
+            figures = run_worker(args)
+            print(RESULT_PREFIX + json.dumps(figures), flush=True)
+            return 0
+        return run_driver(args)
+    except HostHeapBenchmarkError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
