@@ -1,0 +1,310 @@
+"""Splice the overlay's functions into upstream's module: a pure function on two sources.
+
+The rules, as the overlay's module docstring states them:
+
+* each top-level function of the overlay replaces the top-level function of the same name in
+  the base, in place: the base's lines from its first decorator to its last line give way to
+  the overlay's lines of the same span;
+* a function the base lacks is appended at the end of the base, in the overlay's order;
+* an import binding a name that the base's imports do not bind is inserted, one statement per
+  name, after the base's last top-level import;
+* a top-level constant (a plain assignment to one name) that the base lacks is inserted after
+  those imports, with the comment lines directly above it; a constant the base already has
+  with the same source is skipped, one with other source is refused;
+* the overlay's module docstring and ``from __future__`` imports are not copied.
+
+Every other byte of the base stays as it was, so an overlay with nothing to splice gives the
+base back unchanged, and splicing the result again changes nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Dict, List, Sequence, Set, Tuple, Union
+
+from patched_wheel import PatchError
+
+__all__ = [
+    "OverlayParts",
+    "check_splice",
+    "parse_overlay",
+    "splice_functions",
+    "top_level_functions",
+]
+
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+
+
+@dataclass(frozen=True)
+class OverlayParts:
+    """The top-level statements of an overlay, sorted by what the splice does with them."""
+
+    functions: Tuple[FunctionNode, ...]
+    imports: Tuple[Union[ast.Import, ast.ImportFrom], ...]
+    constants: Tuple[Union[ast.Assign, ast.AnnAssign], ...]
+
+
+def _parse(source: str, what: str) -> ast.Module:
+    try:
+        return ast.parse(source)
+    except SyntaxError as error:
+        raise PatchError(
+            f"{what} is not valid Python ({error.msg}, line {error.lineno}); "
+            "fix the file and build again"
+        ) from None
+
+
+def _constant_name(node: ast.stmt) -> str | None:
+    """The one name a plain top-level assignment binds, or ``None`` for other statements."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        target = node.targets[0]
+        return target.id if isinstance(target, ast.Name) else None
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return node.target.id
+    return None
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    return (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    )
+
+
+def parse_overlay(overlay_source: str) -> OverlayParts:
+    """Sort the overlay's top-level statements; refuse any the splice has no rule for."""
+    module = _parse(overlay_source, "the overlay")
+    functions: List[FunctionNode] = []
+    imports: List[Union[ast.Import, ast.ImportFrom]] = []
+    constants: List[Union[ast.Assign, ast.AnnAssign]] = []
+    for index, node in enumerate(module.body):
+        if index == 0 and _is_docstring(node):
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions.append(node)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports.append(node)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and _constant_name(node):
+            constants.append(node)
+        else:
+            raise PatchError(
+                f"the overlay's line {node.lineno} is a top-level {type(node).__name__}, which "
+                "the splice has no rule for; the overlay may hold only functions, imports and "
+                "assignments to one name"
+            )
+    names = [function.name for function in functions]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise PatchError(f"the overlay defines {', '.join(duplicates)} more than once")
+    return OverlayParts(tuple(functions), tuple(imports), tuple(constants))
+
+
+def top_level_functions(module: ast.Module) -> Dict[str, FunctionNode]:
+    """The module's top-level functions by name (the last definition wins, as at run time)."""
+    return {
+        node.name: node
+        for node in module.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+
+
+def _first_line(node: ast.stmt) -> int:
+    """The 1-based first line of a statement, its decorators included."""
+    decorators: List[ast.expr] = getattr(node, "decorator_list", [])
+    return min([node.lineno] + [decorator.lineno for decorator in decorators])
+
+
+def _end_line(node: ast.stmt) -> int:
+    assert node.end_lineno is not None
+    return node.end_lineno
+
+
+def _segment(lines: Sequence[str], first: int, last: int, newline: str) -> List[str]:
+    """Lines ``first..last`` (1-based, inclusive), each ending in the base's newline."""
+    return [line.rstrip("\r\n") + newline for line in lines[first - 1 : last]]
+
+
+def _comment_lines_above(lines: Sequence[str], first: int) -> int:
+    """The first line of the run of comment lines directly above line ``first``."""
+    while first > 1 and lines[first - 2].lstrip().startswith("#"):
+        first -= 1
+    return first
+
+
+def _import_bindings(node: Union[ast.Import, ast.ImportFrom]) -> List[Tuple[str, str]]:
+    """(bound name, one-name import statement) for each name the import binds."""
+    bindings = []
+    for alias in node.names:
+        suffix = f" as {alias.asname}" if alias.asname else ""
+        if isinstance(node, ast.Import):
+            bound = alias.asname or alias.name.split(".")[0]
+            statement = f"import {alias.name}{suffix}"
+        else:
+            bound = alias.asname or alias.name
+            module = "." * node.level + (node.module or "")
+            statement = f"from {module} import {alias.name}{suffix}"
+        bindings.append((bound, statement))
+    return bindings
+
+
+def _names_bound_by_imports(module: ast.Module) -> Set[str]:
+    """Names bound by imports at module level, inside top-level ``if``/``try`` blocks too."""
+    names: Set[str] = set()
+    pending: List[ast.stmt] = list(module.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update(bound for bound, _ in _import_bindings(node))
+        elif isinstance(node, (ast.If, ast.Try)):
+            pending.extend(node.body + node.orelse + getattr(node, "finalbody", []))
+            for handler in getattr(node, "handlers", []):
+                pending.extend(handler.body)
+    return names
+
+
+def _other_top_level_names(module: ast.Module) -> Set[str]:
+    """Names bound at top level by definitions and assignments (not by imports)."""
+    names: Set[str] = set()
+    for node in module.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    return names
+
+
+def _insertion_line(module: ast.Module) -> int:
+    """The 1-based line after which new imports go: the base's last top-level import."""
+    imports = [node for node in module.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    if imports:
+        return _end_line(imports[-1])
+    if module.body and _is_docstring(module.body[0]):
+        return _end_line(module.body[0])
+    return 0
+
+
+def _new_imports(base: ast.Module, overlay: OverlayParts, newline: str) -> List[str]:
+    bound_by_imports = _names_bound_by_imports(base)
+    bound_otherwise = _other_top_level_names(base)
+    lines: List[str] = []
+    for node in overlay.imports:
+        for bound, statement in _import_bindings(node):
+            if bound in bound_by_imports:
+                continue
+            if bound in bound_otherwise:
+                raise PatchError(
+                    f"the overlay imports {bound!r}, but upstream's module defines "
+                    f"{bound!r} itself; rename the import in the overlay"
+                )
+            bound_by_imports.add(bound)
+            lines.append(statement + newline)
+    return lines
+
+
+def _new_constants(
+    base: ast.Module,
+    base_source: str,
+    overlay: OverlayParts,
+    overlay_lines: Sequence[str],
+    overlay_source: str,
+    newline: str,
+) -> List[str]:
+    base_constants = {}
+    for node in base.body:
+        name = _constant_name(node)
+        if name is not None:
+            base_constants[name] = ast.get_source_segment(base_source, node)
+    taken = _other_top_level_names(base) | _names_bound_by_imports(base)
+    lines: List[str] = []
+    for node in overlay.constants:
+        name = _constant_name(node)
+        assert name is not None
+        source = ast.get_source_segment(overlay_source, node)
+        if name in base_constants:
+            if base_constants[name] == source:
+                continue
+            raise PatchError(
+                f"the overlay sets {name!r} to {source!r}, but upstream's module already sets "
+                f"it to {base_constants[name]!r}; rename the overlay's constant"
+            )
+        if name in taken:
+            raise PatchError(
+                f"the overlay sets {name!r}, a name upstream's module defines otherwise; "
+                "rename the overlay's constant"
+            )
+        first = _comment_lines_above(overlay_lines, _first_line(node))
+        lines.append(newline)
+        lines.extend(_segment(overlay_lines, first, _end_line(node), newline))
+    return lines
+
+
+def splice_functions(base_source: str, overlay_source: str) -> str:
+    """Return ``base_source`` with the overlay spliced in, by the rules of this module.
+
+    Pure: no I/O, and the result depends on the two sources only. Lines keep the base's
+    newline convention (``\\r\\n`` where the base's first line ends so).
+    """
+    base = _parse(base_source, "upstream's module")
+    overlay = parse_overlay(overlay_source)
+    base_lines = base_source.splitlines(keepends=True)
+    overlay_lines = overlay_source.splitlines(keepends=True)
+    newline = "\r\n" if base_lines and base_lines[0].endswith("\r\n") else "\n"
+
+    # Edits on the base's lines: (first index, index after the last, new lines).
+    edits: List[Tuple[int, int, List[str]]] = []
+    appended: List[str] = []
+    base_functions = top_level_functions(base)
+    for function in overlay.functions:
+        new_lines = _segment(overlay_lines, _first_line(function), _end_line(function), newline)
+        if function.name in base_functions:
+            old = base_functions[function.name]
+            edits.append((_first_line(old) - 1, _end_line(old), new_lines))
+        else:
+            appended.extend([newline, newline] + new_lines)
+
+    inserted = _new_imports(base, overlay, newline)
+    inserted += _new_constants(base, base_source, overlay, overlay_lines, overlay_source, newline)
+    if inserted:
+        at = _insertion_line(base)
+        edits.append((at, at, inserted))
+
+    if not edits and not appended:
+        return base_source
+    result = list(base_lines)
+    if appended:
+        if result and not result[-1].endswith(("\n", "\r")):
+            result[-1] += newline
+        result.extend(appended)
+    for first, after_last, new_lines in sorted(edits, key=lambda edit: edit[0], reverse=True):
+        result[first:after_last] = new_lines
+    return "".join(result)
+
+
+def check_splice(spliced_source: str, overlay_source: str, *, filename: str) -> None:
+    """Check that the spliced module compiles and holds each overlay function unchanged.
+
+    Raises:
+        PatchError: If the result does not compile, or a function's AST differs from the
+            overlay's.
+    """
+    try:
+        compile(spliced_source, filename, "exec", dont_inherit=True)
+    except SyntaxError as error:
+        raise PatchError(
+            f"{filename}: the spliced module does not compile ({error.msg}, line "
+            f"{error.lineno}); the overlay does not fit this base release"
+        ) from None
+    spliced = top_level_functions(ast.parse(spliced_source))
+    for function in parse_overlay(overlay_source).functions:
+        found = spliced.get(function.name)
+        if found is None or ast.dump(found) != ast.dump(function):
+            raise PatchError(
+                f"{filename}: after the splice, {function.name}() differs from the overlay's; "
+                "the splice went wrong for this base release, please report it"
+            )
