@@ -163,9 +163,7 @@ def test_trim_host_heap_without_malloc_trim_is_a_no_op(
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
-def test_trim_host_heap_never_raises(
-    overlay: ModuleType, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_trim_host_heap_never_raises(overlay: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     class BrokenMallocTrim(FakeMallocTrim):
         def __call__(self, pad: int) -> int:
             raise ctypes.ArgumentError("argument 1: wrong type")
@@ -230,8 +228,7 @@ def test_malloc_trim_lookup_finds_glibc(overlay: ModuleType) -> None:
 # A real trim: a burst of heap memory freed, then trim_host_heap(), in a fresh process
 # --------------------------------------------------------------------------------------------
 
-HEAP_BURST_SCRIPT = textwrap.dedent(
-    """
+HEAP_BURST_SCRIPT = textwrap.dedent("""
     import ctypes, importlib.util, json, os, sys
 
     spec = importlib.util.spec_from_file_location("overlay", sys.argv[1])
@@ -268,8 +265,7 @@ HEAP_BURST_SCRIPT = textwrap.dedent(
     overlay.trim_host_heap()
     after = rss()
     print(json.dumps({"burst": burst, "before": before, "after": after}))
-    """
-)
+    """)
 
 
 def run_heap_burst(overlay: ModuleType, trim_setting: Optional[str]) -> Dict[str, int]:
@@ -341,9 +337,7 @@ class FakeCudaTensor(torch.Tensor):
     ) -> Any:
         kwargs = kwargs or {}
         source = args[0]
-        if func is torch.ops.aten._to_copy.default and kwargs.get("device") == torch.device(
-            "cpu"
-        ):
+        if func is torch.ops.aten._to_copy.default and kwargs.get("device") == torch.device("cpu"):
             nbytes = source.values.nelement() * source.values.element_size()
             source.log.append(("move", nbytes))
             return source.values.clone()
@@ -456,9 +450,7 @@ def test_deallocate_module_moves_parameters_and_keeps_ties(
     first, second = torch.nn.Module(), torch.nn.Module()
     first.weight = shared
     second.weight = shared
-    frozen = torch.nn.Parameter(
-        FakeCudaTensor(torch.ones(MiB // 4), cuda_log), requires_grad=False
-    )
+    frozen = torch.nn.Parameter(FakeCudaTensor(torch.ones(MiB // 4), cuda_log), requires_grad=False)
     second.frozen = frozen
     module = torch.nn.Sequential(first, second)
     overlay.deallocate_module(module, release_every_bytes=0)
@@ -508,6 +500,49 @@ def test_deallocate_module_accepts_every_release_call(
     inspect.signature(overlay.deallocate_module).bind(module, *args, **kwargs)
     overlay.deallocate_module(module, *args, **kwargs)
     assert module.weight.device.type == "cpu"
+
+
+@pytest.mark.skipif(platform.system() != "Linux", reason="Linux is required")
+@pytest.mark.parametrize("nbytes", [4 * MiB + 123, 64 * MiB, MiB])
+def test_advise_huge_pages_advises_whole_huge_pages_inside_the_tensor(
+    overlay: ModuleType, monkeypatch: pytest.MonkeyPatch, nbytes: int
+) -> None:
+    real_madvise = overlay._libc_madvise()
+    assert real_madvise is not None
+    calls: List[Tuple[int, int, int]] = []
+
+    def recording_madvise(address: int, length: int, advice: int) -> int:
+        calls.append((address, length, advice))
+        result: int = real_madvise(address, length, advice)
+        assert result == 0, f"madvise({address:#x}, {length}, {advice}) failed"
+        return result
+
+    monkeypatch.setattr(overlay, "_libc_madvise", lambda: recording_madvise)
+    tensor = torch.empty(nbytes, dtype=torch.uint8)
+    overlay._advise_huge_pages(tensor)
+    start, end = tensor.data_ptr(), tensor.data_ptr() + nbytes
+    huge = 2 * MiB
+    whole_pages = end // huge * huge - (start + huge - 1) // huge * huge
+    if whole_pages <= 0:
+        assert calls == []
+        return
+    [(address, length, advice)] = calls
+    assert advice == 14
+    assert address % huge == 0 and length % huge == 0
+    assert start <= address and address + length <= end
+    assert length == whole_pages
+
+
+def test_madvise_lookup_off_linux_is_none(
+    overlay: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    overlay._libc_madvise.cache_clear()
+    monkeypatch.setattr(overlay.platform, "system", lambda: "Windows")
+    try:
+        assert overlay._libc_madvise() is None
+        overlay._advise_huge_pages(torch.empty(8 * MiB, dtype=torch.uint8))  # a no-op
+    finally:
+        overlay._libc_madvise.cache_clear()
 
 
 # --------------------------------------------------------------------------------------------
@@ -654,3 +689,44 @@ def test_offload_peak_on_the_gpu(overlay: ModuleType) -> None:
         f"combined peak rose {fork['overshoot'] / MiB:.0f} MiB above the start, over "
         f"step + largest tensor + tolerance = {limit / MiB:.0f} MiB"
     )
+
+
+def offload_fixture_module() -> torch.nn.Module:
+    """Tensors of every kind the fast path sees or must leave to ``tensor.to``."""
+    module = torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.Linear(1024, 1024))
+    module[1].weight = module[0].weight  # tied
+    module.register_buffer("chunk_and_a_bit", torch.randn(4 * MiB + 3, device="cuda"))
+    module.register_buffer("bf16", torch.randn(3 * MiB, dtype=torch.bfloat16, device="cuda"))
+    module.register_buffer("int8", torch.randint(-128, 127, (5 * MiB,), dtype=torch.int8))
+    module.register_buffer("bool", torch.rand(2 * MiB, device="cuda") > 0.5)
+    module.register_buffer("transposed", torch.randn(2048, 1024, device="cuda").t())
+    module.register_buffer("tiny", torch.arange(7, device="cuda"))
+    module.register_parameter(
+        "frozen", torch.nn.Parameter(torch.randn(MiB, device="cuda"), requires_grad=False)
+    )
+    return module.cuda()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is required")
+@pytest.mark.parametrize("fast_path", ["1", "0"], ids=["pinned-bounce", "plain-to"])
+def test_offload_keeps_every_tensor(
+    overlay: ModuleType, monkeypatch: pytest.MonkeyPatch, fast_path: str
+) -> None:
+    monkeypatch.setenv(overlay.PINNED_BOUNCE_ENV_VAR, fast_path)
+    module = offload_fixture_module()
+    expected = {name: t.to("cpu") for name, t in module.state_dict(keep_vars=True).items()}
+    requires_grad = {name: p.requires_grad for name, p in module.named_parameters()}
+    inputs = torch.randn(4, 1024)
+    reference = module(inputs.cuda()).cpu()
+    overlay.deallocate_module(module, release_every_bytes=0)
+    state = module.state_dict(keep_vars=True)
+    assert state.keys() == expected.keys()
+    for name, tensor in state.items():
+        want = expected[name]
+        assert tensor.device.type == "cpu", name
+        assert tensor.dtype == want.dtype and tensor.stride() == want.stride(), name
+        assert torch.equal(tensor, want), name
+    assert {name: p.requires_grad for name, p in module.named_parameters()} == requires_grad
+    assert module[0].weight is module[1].weight
+    torch.testing.assert_close(module(inputs), reference, rtol=1e-3, atol=1e-3)
