@@ -25,7 +25,7 @@ from patched_wheel import PatchError
 from patched_wheel.base import REPOSITORY, supported_releases_text
 from patched_wheel.callsites import check_call_sites
 from patched_wheel.lock import check_against_lock
-from patched_wheel.splice import check_splice, parse_overlay, splice_functions, top_level_functions
+from patched_wheel.splice import check_splice, parse_overlay, splice_functions, top_level_definitions
 from patched_wheel.wheelfile import (
     RECORD_SIGNATURES,
     WheelReader,
@@ -243,11 +243,11 @@ def build_patched_wheel(
         base_source = reader.read(TARGET).decode("utf-8")
         overlay_source = Path(overlay).read_text(encoding="utf-8")
         overlay_functions = {f.name: f for f in parse_overlay(overlay_source).functions}
-        base_functions = top_level_functions(ast.parse(base_source))
-        _check_fixes_apply(base_functions, overlay_functions, fixes, wheel)
+        base_definitions = top_level_definitions(ast.parse(base_source))
+        _check_fixes_apply(base_definitions, overlay_functions, fixes, wheel)
 
         # 4. Every call of a replaced function in the package must fit the overlay.
-        replaced = {n: f for n, f in overlay_functions.items() if n in base_functions}
+        replaced = {n: f for n, f in overlay_functions.items() if n in base_definitions}
         check_call_sites(_package_sources(reader), replaced, wheel=wheel)
 
         # 5. Splice, then check that the result compiles and holds the overlay's functions.

@@ -2,10 +2,10 @@
 
 The rules, as the overlay's module docstring states them:
 
-* each top-level function of the overlay replaces the top-level function of the same name in
-  the base, in place: the base's lines from its first decorator to its last line give way to
-  the overlay's lines of the same span;
-* a function the base lacks is appended at the end of the base, in the overlay's order;
+* each top-level function (or class) of the overlay replaces the top-level definition of the
+  same name in the base, in place: the base's lines from its first decorator to its last line
+  give way to the overlay's lines of the same span;
+* a definition the base lacks is appended at the end of the base, in the overlay's order;
 * an import binding a name that the base's imports do not bind is inserted, one statement per
   name, after the base's last top-level import;
 * a top-level constant (a plain assignment to one name) that the base lacks is inserted after
@@ -30,19 +30,26 @@ __all__ = [
     "check_splice",
     "parse_overlay",
     "splice_functions",
-    "top_level_functions",
+    "top_level_definitions",
 ]
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+DefinitionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef]
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 @dataclass(frozen=True)
 class OverlayParts:
     """The top-level statements of an overlay, sorted by what the splice does with them."""
 
-    functions: Tuple[FunctionNode, ...]
+    definitions: Tuple[DefinitionNode, ...]
     imports: Tuple[Union[ast.Import, ast.ImportFrom], ...]
     constants: Tuple[Union[ast.Assign, ast.AnnAssign], ...]
+
+    @property
+    def functions(self) -> Tuple[FunctionNode, ...]:
+        """The overlay's top-level functions (its definitions less its classes)."""
+        return tuple(d for d in self.definitions if not isinstance(d, ast.ClassDef))
 
 
 def _parse(source: str, what: str) -> ast.Module:
@@ -76,7 +83,7 @@ def _is_docstring(node: ast.stmt) -> bool:
 def parse_overlay(overlay_source: str) -> OverlayParts:
     """Sort the overlay's top-level statements; refuse any the splice has no rule for."""
     module = _parse(overlay_source, "the overlay")
-    functions: List[FunctionNode] = []
+    definitions: List[DefinitionNode] = []
     imports: List[Union[ast.Import, ast.ImportFrom]] = []
     constants: List[Union[ast.Assign, ast.AnnAssign]] = []
     for index, node in enumerate(module.body):
@@ -84,8 +91,8 @@ def parse_overlay(overlay_source: str) -> OverlayParts:
             continue
         if isinstance(node, ast.ImportFrom) and node.module == "__future__":
             continue
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            functions.append(node)
+        if isinstance(node, _DEFINITIONS):
+            definitions.append(node)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             imports.append(node)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and _constant_name(node):
@@ -93,23 +100,19 @@ def parse_overlay(overlay_source: str) -> OverlayParts:
         else:
             raise PatchError(
                 f"the overlay's line {node.lineno} is a top-level {type(node).__name__}, which "
-                "the splice has no rule for; the overlay may hold only functions, imports and "
-                "assignments to one name"
+                "the splice has no rule for; the overlay may hold only functions, classes, "
+                "imports and assignments to one name"
             )
-    names = [function.name for function in functions]
+    names = [definition.name for definition in definitions]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         raise PatchError(f"the overlay defines {', '.join(duplicates)} more than once")
-    return OverlayParts(tuple(functions), tuple(imports), tuple(constants))
+    return OverlayParts(tuple(definitions), tuple(imports), tuple(constants))
 
 
-def top_level_functions(module: ast.Module) -> Dict[str, FunctionNode]:
-    """The module's top-level functions by name (the last definition wins, as at run time)."""
-    return {
-        node.name: node
-        for node in module.body
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-    }
+def top_level_definitions(module: ast.Module) -> Dict[str, DefinitionNode]:
+    """The module's top-level functions and classes by name (the last one wins, as at run time)."""
+    return {node.name: node for node in module.body if isinstance(node, _DEFINITIONS)}
 
 
 def _first_line(node: ast.stmt) -> int:
@@ -170,7 +173,7 @@ def _other_top_level_names(module: ast.Module) -> Set[str]:
     """Names bound at top level by definitions and assignments (not by imports)."""
     names: Set[str] = set()
     for node in module.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(node, _DEFINITIONS):
             names.add(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -230,8 +233,8 @@ def _new_constants(
             if base_constants[name] == source:
                 continue
             raise PatchError(
-                f"the overlay sets {name!r} to {source!r}, but upstream's module already sets "
-                f"it to {base_constants[name]!r}; rename the overlay's constant"
+                f"the overlay has {source!r}, but upstream's module has "
+                f"{base_constants[name]!r}; rename the overlay's constant"
             )
         if name in taken:
             raise PatchError(
@@ -259,11 +262,12 @@ def splice_functions(base_source: str, overlay_source: str) -> str:
     # Edits on the base's lines: (first index, index after the last, new lines).
     edits: List[Tuple[int, int, List[str]]] = []
     appended: List[str] = []
-    base_functions = top_level_functions(base)
-    for function in overlay.functions:
-        new_lines = _segment(overlay_lines, _first_line(function), _end_line(function), newline)
-        if function.name in base_functions:
-            old = base_functions[function.name]
+    base_definitions = top_level_definitions(base)
+    for definition in overlay.definitions:
+        first, last = _first_line(definition), _end_line(definition)
+        new_lines = _segment(overlay_lines, first, last, newline)
+        if definition.name in base_definitions:
+            old = base_definitions[definition.name]
             edits.append((_first_line(old) - 1, _end_line(old), new_lines))
         else:
             appended.extend([newline, newline] + new_lines)
@@ -287,7 +291,7 @@ def splice_functions(base_source: str, overlay_source: str) -> str:
 
 
 def check_splice(spliced_source: str, overlay_source: str, *, filename: str) -> None:
-    """Check that the spliced module compiles and holds each overlay function unchanged.
+    """Check that the spliced module compiles and holds each overlay definition unchanged.
 
     Raises:
         PatchError: If the result does not compile, or a function's AST differs from the
@@ -300,11 +304,11 @@ def check_splice(spliced_source: str, overlay_source: str, *, filename: str) -> 
             f"{filename}: the spliced module does not compile ({error.msg}, line "
             f"{error.lineno}); the overlay does not fit this base release"
         ) from None
-    spliced = top_level_functions(ast.parse(spliced_source))
-    for function in parse_overlay(overlay_source).functions:
-        found = spliced.get(function.name)
-        if found is None or ast.dump(found) != ast.dump(function):
+    spliced = top_level_definitions(ast.parse(spliced_source))
+    for definition in parse_overlay(overlay_source).definitions:
+        found = spliced.get(definition.name)
+        if found is None or ast.dump(found) != ast.dump(definition):
             raise PatchError(
-                f"{filename}: after the splice, {function.name}() differs from the overlay's; "
+                f"{filename}: after the splice, {definition.name} differs from the overlay's; "
                 "the splice went wrong for this base release, please report it"
             )

@@ -1,0 +1,303 @@
+"""The splice on its own: readable before/after cases, and its invariants on every release."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+import textwrap
+import zipfile
+from pathlib import Path
+from types import ModuleType
+from typing import Dict, List
+
+import pytest
+from build_helpers import OVERLAY
+
+from patched_wheel import PatchError
+from patched_wheel.base import SUPPORTED_RELEASES
+from patched_wheel.callsites import find_call_sites, signature_from_ast
+from patched_wheel.splice import check_splice, parse_overlay, splice_functions
+
+TARGET = "torch_tensorrt/dynamo/utils.py"
+
+
+def assert_splice(base: str, overlay: str, expected: str) -> None:
+    """Splice dedented sources and compare with the dedented expectation."""
+    result = splice_functions(textwrap.dedent(base), textwrap.dedent(overlay))
+    assert result == textwrap.dedent(expected)
+
+
+def test_replaces_in_place_and_appends_and_inserts() -> None:
+    assert_splice(
+        base='''\
+            """Upstream's module."""
+
+            from __future__ import annotations
+
+            import gc
+            import os  # kept as it is
+            from typing import Any
+
+            logger = object()
+
+
+            @staticmethod
+            def keep(x: Any) -> Any:
+                return x
+
+
+            @decorated
+            def swap(a):
+                return os.getcwd()
+
+
+            CONSTANT = 1
+            ''',
+        overlay='''\
+            """The overlay's docstring is not copied."""
+
+            from __future__ import annotations
+
+            import functools
+            import gc
+            from typing import Any, Callable
+
+            logger = object()
+
+            # Comment lines above a constant come with it.
+            STEP = 64
+
+
+            def swap(a, b=STEP):
+                return functools.reduce(max, [a, b])
+
+
+            def added() -> Callable[[], None]:
+                return gc.collect
+            ''',
+        expected='''\
+            """Upstream's module."""
+
+            from __future__ import annotations
+
+            import gc
+            import os  # kept as it is
+            from typing import Any
+            import functools
+            from typing import Callable
+
+            # Comment lines above a constant come with it.
+            STEP = 64
+
+            logger = object()
+
+
+            @staticmethod
+            def keep(x: Any) -> Any:
+                return x
+
+
+            def swap(a, b=STEP):
+                return functools.reduce(max, [a, b])
+
+
+            CONSTANT = 1
+
+
+            def added() -> Callable[[], None]:
+                return gc.collect
+            ''',
+    )
+
+
+@pytest.mark.parametrize(
+    "overlay",
+    [
+        pytest.param("", id="empty"),
+        pytest.param('"""Docstring only."""\n', id="docstring"),
+        pytest.param('"""Doc."""\nfrom __future__ import annotations\n', id="future"),
+        pytest.param("import os\n", id="import-already-there"),
+    ],
+)
+def test_nothing_to_splice_gives_the_base_back(overlay: str) -> None:
+    base = "import os\n\n\ndef f():  \n    return 1\n"
+    assert splice_functions(base, overlay) is base
+
+
+def test_crlf_base_keeps_its_newlines() -> None:
+    base = "import os\r\n\r\n\r\ndef f():\r\n    return 1\r\n"
+    result = splice_functions(base, "def f():\n    return 2\n")
+    assert result == "import os\r\n\r\n\r\ndef f():\r\n    return 2\r\n"
+
+
+def test_base_without_final_newline() -> None:
+    assert splice_functions("x = 1", "def g():\n    pass\n") == "x = 1\n\n\ndef g():\n    pass\n"
+
+
+def test_constant_with_other_source_is_refused() -> None:
+    with pytest.raises(PatchError) as error:
+        splice_functions("import logging\nlogger = None\n", "logger = 1\n")
+    assert error.match(
+        "^"
+        + re.escape(
+            "the overlay has 'logger = 1', but upstream's module has 'logger = None'; "
+            "rename the overlay's constant"
+        )
+        + "$"
+    )
+
+
+def test_import_shadowing_an_upstream_definition_is_refused() -> None:
+    with pytest.raises(PatchError, match=re.escape("the overlay imports 'f', but upstream")):
+        splice_functions("def f():\n    pass\n", "from os import f\n")
+
+
+def test_overlay_with_an_if_is_refused() -> None:
+    with pytest.raises(PatchError) as error:
+        splice_functions("x = 1\n", "if x:\n    pass\n")
+    assert error.match(
+        "^the overlay's line 1 is a top-level If, which the splice has no rule for; the "
+        "overlay may hold only functions, classes, imports and assignments to one name$"
+    )
+
+
+def test_overlay_that_does_not_parse_is_refused() -> None:
+    with pytest.raises(PatchError, match=r"^the overlay is not valid Python \("):
+        splice_functions("x = 1\n", "def broken(:\n")
+
+
+def test_check_splice_refuses_a_changed_function() -> None:
+    overlay = "def f():\n    return 1\n"
+    with pytest.raises(PatchError, match=re.escape("after the splice, f differs")):
+        check_splice("def f():\n    return 2\n", overlay, filename="utils.py")
+
+
+def test_check_splice_refuses_what_does_not_compile() -> None:
+    with pytest.raises(PatchError, match=re.escape("utils.py: the spliced module does not")):
+        check_splice("def f(:\n", "", filename="utils.py")
+
+
+# --- Invariants on the real utils.py of every supported release -----------------------------
+
+
+@pytest.fixture(scope="module")
+def upstream_sources(base_wheels: Dict[str, Path]) -> Dict[str, Dict[str, str]]:
+    """Release -> path -> source of every .py file in the official wheel."""
+    sources: Dict[str, Dict[str, str]] = {}
+    for release, wheel in base_wheels.items():
+        with zipfile.ZipFile(wheel) as archive:
+            sources[release] = {
+                name: archive.read(name).decode("utf-8")
+                for name in archive.namelist()
+                if name.endswith(".py")
+            }
+    return sources
+
+
+@pytest.fixture(scope="module")
+def overlay_source() -> str:
+    return OVERLAY.read_text(encoding="utf-8")
+
+
+releases = pytest.mark.parametrize("release", SUPPORTED_RELEASES)
+
+
+@releases
+def test_empty_overlay_is_byte_identical(
+    release: str, upstream_sources: Dict[str, Dict[str, str]]
+) -> None:
+    base = upstream_sources[release][TARGET]
+    assert splice_functions(base, "") == base
+
+
+@releases
+def test_unreplaced_nodes_keep_their_source(
+    release: str, upstream_sources: Dict[str, Dict[str, str]], overlay_source: str
+) -> None:
+    base = upstream_sources[release][TARGET]
+    result = splice_functions(base, overlay_source)
+    replaced = {d.name for d in parse_overlay(overlay_source).definitions}
+
+    def segments(source: str) -> List[str]:
+        kept = []
+        for node in ast.parse(source).body:
+            if getattr(node, "name", None) in replaced:
+                continue
+            segment = ast.get_source_segment(source, node)
+            assert segment is not None
+            kept.append(segment)
+        return kept
+
+    before = segments(base)
+    after = segments(result)
+    # What the splice added (imports, constants, new functions) is extra; all else is equal.
+    assert [segment for segment in after if segment in before] == before
+
+
+@releases
+def test_result_compiles_and_holds_the_overlay(
+    release: str, upstream_sources: Dict[str, Dict[str, str]], overlay_source: str
+) -> None:
+    result = splice_functions(upstream_sources[release][TARGET], overlay_source)
+    compile(result, TARGET, "exec", dont_inherit=True)
+    check_splice(result, overlay_source, filename=TARGET)
+
+
+@releases
+def test_splicing_twice_equals_splicing_once(
+    release: str, upstream_sources: Dict[str, Dict[str, str]], overlay_source: str
+) -> None:
+    once = splice_functions(upstream_sources[release][TARGET], overlay_source)
+    assert splice_functions(once, overlay_source) == once
+
+
+@releases
+def test_missing_imports_are_carried(
+    release: str, upstream_sources: Dict[str, Dict[str, str]], overlay_source: str
+) -> None:
+    base = upstream_sources[release][TARGET]
+    result = splice_functions(base, overlay_source)
+    assert "import functools" not in base
+    assert result.count("\nimport functools\n") == 1
+    module = ast.parse(result)
+    bound = {
+        alias.asname or alias.name.split(".")[0]
+        for node in module.body
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for alias in node.names
+    }
+    overlay_imports = {
+        alias.asname or alias.name.split(".")[0]
+        for node in parse_overlay(overlay_source).imports
+        for alias in node.names
+    }
+    assert overlay_imports <= bound
+
+
+@releases
+def test_every_call_site_binds_to_the_overlay(
+    release: str, upstream_sources: Dict[str, Dict[str, str]], overlay_module: ModuleType
+) -> None:
+    sources = upstream_sources[release]
+    sites = find_call_sites(sources, ["deallocate_module", "release_host_and_device_memory"])
+    assert {site.name for site in sites} == {
+        "deallocate_module",
+        "release_host_and_device_memory",
+    }
+    for site in sites:
+        signature = inspect.signature(getattr(overlay_module, site.name))
+        signature.bind(*[object()] * site.positional, **{k: object() for k in site.keywords})
+    if release == "2.10.0":
+        assert any("delete_module" in site.keywords for site in sites)
+
+
+def test_signature_from_the_ast_matches_the_imported_overlay(
+    overlay_source: str, overlay_module: ModuleType
+) -> None:
+    for function in parse_overlay(overlay_source).functions:
+        from_ast = signature_from_ast(function)
+        imported = inspect.signature(getattr(overlay_module, function.name))
+        assert [(p.name, p.kind, p.default is p.empty) for p in from_ast.parameters.values()] == [
+            (p.name, p.kind, p.default is p.empty) for p in imported.parameters.values()
+        ]

@@ -1,0 +1,199 @@
+"""The wheel reader and writer, and every refusal of a damaged base, on small wheels."""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from pathlib import Path
+from typing import Callable
+
+import pytest
+from build_helpers import OVERLAY
+
+from patched_wheel import PatchError
+from patched_wheel.build import build_patched_wheel, patched_version
+from patched_wheel.wheelfile import WheelReader, zip_date_time
+
+WheelFactory = Callable[..., Path]
+
+
+def refused(base: Path, dest_dir: Path, message: str) -> None:
+    """The build of ``base`` fails with exactly ``message`` and leaves ``dest_dir`` empty."""
+    with pytest.raises(PatchError) as error:
+        build_patched_wheel(base, OVERLAY, dest_dir=dest_dir, lock=None)
+    assert error.match("^" + re.escape(message) + "$")
+    assert list(dest_dir.iterdir()) == []
+
+
+def test_truncated_zip_is_refused(synthetic_wheel: WheelFactory, dest_dir: Path) -> None:
+    base = synthetic_wheel()
+    base.write_bytes(base.read_bytes()[:-200])
+    refused(
+        base,
+        dest_dir,
+        f"{base.name}: not a valid zip file (File is not a zip file); the download may be "
+        "truncated, delete it and download it again",
+    )
+
+
+def test_file_edited_without_record_is_refused(
+    synthetic_wheel: WheelFactory, dest_dir: Path
+) -> None:
+    base = synthetic_wheel(
+        {"torch_tensorrt/_compiled.py": b"x = 2\n"},
+        record={"torch_tensorrt/_compiled.py": b"x = 1\n"},
+    )
+    refused(
+        base,
+        dest_dir,
+        f"{base.name}: torch_tensorrt/_compiled.py does not match its RECORD hash or size; "
+        "the file was edited or damaged after the wheel was built, use the official wheel",
+    )
+
+
+def test_file_missing_from_record_is_refused(tmp_path: Path, dest_dir: Path) -> None:
+    base = tmp_path / "torch_tensorrt-2.14.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+    with zipfile.ZipFile(base, "w") as archive:
+        archive.writestr("torch_tensorrt/extra.py", b"")
+        archive.writestr("torch_tensorrt-2.14.0.dist-info/RECORD", b"")
+    refused(
+        base,
+        dest_dir,
+        f"{base.name}: torch_tensorrt/extra.py is not listed in RECORD; the wheel was changed "
+        "after it was built, use the official wheel",
+    )
+
+
+def test_file_listed_but_absent_is_refused(synthetic_wheel: WheelFactory, dest_dir: Path) -> None:
+    base = synthetic_wheel(record={"torch_tensorrt/gone.py": b""})
+    refused(
+        base,
+        dest_dir,
+        f"{base.name}: RECORD lists torch_tensorrt/gone.py, which the wheel lacks; the wheel "
+        "is incomplete, download it again",
+    )
+
+
+def test_wheel_without_the_target_module_is_refused(
+    tmp_path: Path, synthetic_wheel: WheelFactory, dest_dir: Path
+) -> None:
+    base = synthetic_wheel()
+    stripped = tmp_path / base.name
+    with zipfile.ZipFile(base) as source, zipfile.ZipFile(stripped, "w") as archive:
+        record = source.read("torch_tensorrt-2.14.0.dist-info/RECORD").decode()
+        for info in source.infolist():
+            if info.filename == "torch_tensorrt/dynamo/utils.py":
+                continue
+            data = source.read(info)
+            if info.filename.endswith("RECORD"):
+                data = "".join(
+                    line + "\n"
+                    for line in record.splitlines()
+                    if not line.startswith("torch_tensorrt/dynamo/utils.py")
+                ).encode()
+            archive.writestr(info, data)
+    with pytest.raises(PatchError, match=re.escape("has no torch_tensorrt/dynamo/utils.py")):
+        build_patched_wheel(stripped, OVERLAY, dest_dir=dest_dir)
+    assert list(dest_dir.iterdir()) == []
+
+
+def test_reader_accepts_a_good_wheel(synthetic_wheel: WheelFactory) -> None:
+    with WheelReader(synthetic_wheel()) as reader:
+        assert str(reader.version) == "2.14.0"
+        assert reader.dist_info == "torch_tensorrt-2.14.0.dist-info"
+
+
+@pytest.mark.parametrize(
+    ("base", "expected"),
+    [
+        pytest.param("2.14.0", "2.14.0+memfix1", id="plain"),
+        pytest.param("2.9.0+cu130", "2.9.0+cu130.memfix1", id="appended-to-label"),
+        pytest.param("2.10.0.post1", "2.10.0.post1+memfix1", id="post-release"),
+    ],
+)
+def test_patched_version(base: str, expected: str) -> None:
+    assert patched_version(base) == expected
+
+
+def test_already_patched_version_is_refused() -> None:
+    with pytest.raises(PatchError, match=re.escape("this wheel is already patched")):
+        patched_version("2.14.0+memfix1")
+
+
+def test_invalid_label_is_refused() -> None:
+    with pytest.raises(PatchError, match=re.escape("is not a canonical PEP 440 version")):
+        patched_version("2.14.0", "mem-fix")
+
+
+@pytest.mark.parametrize(
+    ("epoch", "expected"),
+    [
+        pytest.param("0", (1980, 1, 1, 0, 0, 0), id="before-1980-floored"),
+        pytest.param("315532800", (1980, 1, 1, 0, 0, 0), id="1980"),
+        pytest.param("1700000000", (2023, 11, 14, 22, 13, 20), id="2023"),
+    ],
+)
+def test_source_date_epoch_sets_the_time_of_written_members(
+    synthetic_wheel: WheelFactory,
+    dest_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    epoch: str,
+    expected: tuple[int, ...],
+) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", epoch)
+    patched = build_patched_wheel(synthetic_wheel(), OVERLAY, dest_dir=dest_dir)
+    with zipfile.ZipFile(patched) as archive:
+        times = {info.filename: info.date_time for info in archive.infolist()}
+    dist_info = "torch_tensorrt-2.14.0+memfix1.dist-info"
+    for written in ("torch_tensorrt/dynamo/utils.py", f"{dist_info}/METADATA", f"{dist_info}/RECORD"):
+        assert times.pop(written) == expected
+    assert set(times.values()) == {(2020, 2, 2, 12, 0, 0)}  # untouched members keep theirs
+
+
+def test_without_source_date_epoch_written_members_keep_the_base_time(
+    synthetic_wheel: WheelFactory, dest_dir: Path
+) -> None:
+    patched = build_patched_wheel(synthetic_wheel(), OVERLAY, dest_dir=dest_dir)
+    with zipfile.ZipFile(patched) as archive:
+        assert {info.date_time for info in archive.infolist()} == {(2020, 2, 2, 12, 0, 0)}
+
+
+def test_bad_source_date_epoch_is_refused() -> None:
+    with pytest.raises(PatchError, match=re.escape("SOURCE_DATE_EPOCH='soon' is not a whole")):
+        zip_date_time("soon")
+
+
+def test_record_signatures_are_dropped_and_record_is_regenerated(
+    synthetic_wheel: WheelFactory, dest_dir: Path
+) -> None:
+    signature = "torch_tensorrt-2.14.0.dist-info/RECORD.jws"
+    patched = build_patched_wheel(synthetic_wheel({signature: b"{}"}), OVERLAY, dest_dir=dest_dir)
+    with zipfile.ZipFile(patched) as archive:
+        names = archive.namelist()
+    assert not any(name.endswith(("RECORD.jws", "RECORD.p7s")) for name in names)
+    assert names[-1] == "torch_tensorrt-2.14.0+memfix1.dist-info/RECORD"
+    assert names == sorted(names[:-1], key=lambda n: ("dist-info/" in n, n)) + names[-1:]
+    WheelReader(patched, filename=patched.name).close()  # RECORD holds for every member
+
+
+def test_incompatible_call_site_is_refused(
+    synthetic_wheel: WheelFactory, dest_dir: Path, tmp_path: Path
+) -> None:
+    overlay = tmp_path / "overlay.py"
+    overlay.write_text("def deallocate_module(module):\n    pass\n", encoding="utf-8")
+    base = synthetic_wheel()
+    with pytest.raises(PatchError) as error:
+        build_patched_wheel(base, overlay, dest_dir=dest_dir, lock=None)
+    assert error.match(
+        "^"
+        + re.escape(
+            f"{base.name}: 1 call(s) in upstream's package do not fit the overlay:\n"
+            "  torch_tensorrt/dynamo/_compiler.py:5: deallocate_module(gm, "
+            "delete_module=False) does not fit deallocate_module(module): got an unexpected "
+            "keyword argument 'delete_module'\n"
+            "Change the overlay's signature to accept these calls, or build from a supported "
+            "base release"
+        )
+        + "$"
+    )
+    assert list(dest_dir.iterdir()) == []
