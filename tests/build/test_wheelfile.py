@@ -11,7 +11,7 @@ import pytest
 from build_helpers import OVERLAY
 
 from patched_wheel import PatchError
-from patched_wheel.build import build_patched_wheel, patched_version
+from patched_wheel.build import build_patched_wheel, patched_version, rewrite_metadata_version
 from patched_wheel.wheelfile import WheelReader, zip_date_time
 
 WheelFactory = Callable[..., Path]
@@ -197,3 +197,14 @@ def test_incompatible_call_site_is_refused(
         + "$"
     )
     assert list(dest_dir.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "newline", [pytest.param(b"\n", id="lf"), pytest.param(b"\r\n", id="crlf-windows-wheels")]
+)
+def test_metadata_rewrite_changes_the_version_line_only(newline: bytes) -> None:
+    lines = [b"Metadata-Version: 2.4", b"Name: torch_tensorrt", b"Version: 2.14.0"]
+    lines += [b"License: first line", b"        ", b"        second line", b"", b"Version: body"]
+    metadata = newline.join(lines) + newline
+    expected = metadata.replace(b"Version: 2.14.0", b"Version: 2.14.0+memfix1")
+    assert rewrite_metadata_version(metadata, "2.14.0+memfix1") == expected

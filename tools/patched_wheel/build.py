@@ -25,7 +25,12 @@ from patched_wheel import PatchError
 from patched_wheel.base import REPOSITORY, supported_releases_text
 from patched_wheel.callsites import check_call_sites
 from patched_wheel.lock import check_against_lock
-from patched_wheel.splice import check_splice, parse_overlay, splice_functions, top_level_definitions
+from patched_wheel.splice import (
+    check_splice,
+    parse_overlay,
+    splice_functions,
+    top_level_definitions,
+)
 from patched_wheel.wheelfile import (
     RECORD_SIGNATURES,
     WheelReader,
@@ -123,9 +128,10 @@ def rewrite_metadata_version(metadata: bytes, new_version: str) -> bytes:
         raise PatchError(
             f"METADATA has {len(versions)} Version headers, not one; use an official wheel"
         )
-    header_end = metadata.find(b"\n\n")
-    header_block = metadata if header_end < 0 else metadata[: header_end + 1]
-    old_line = re.compile(rb"^Version:[ \t]*" + re.escape(versions[0].encode()) + rb"[ \t]*$", re.M)
+    blank_line = re.search(rb"\r?\n\r?\n", metadata)
+    header_block = metadata if blank_line is None else metadata[: blank_line.start() + 1]
+    value = re.escape(versions[0].encode())
+    old_line = re.compile(rb"^Version:[ \t]*" + value + rb"[ \t]*(?=\r?$)", re.M)
     matches = list(old_line.finditer(header_block))
     if len(matches) != 1:
         raise PatchError(

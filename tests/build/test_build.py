@@ -1,0 +1,210 @@
+"""The build on the real official wheels: what it keeps, what it changes, what it refuses."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import hashlib
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+from build_helpers import OVERLAY, TEST_PLATFORM, TEST_PYTHON, fetch
+
+from patched_wheel import PatchError
+from patched_wheel.base import SUPPORTED_RELEASES
+from patched_wheel.build import build_patched_wheel
+from patched_wheel.lock import load_lock
+from patched_wheel.splice import parse_overlay, top_level_definitions
+
+TARGET = "torch_tensorrt/dynamo/utils.py"
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def members(path: Path) -> Dict[str, bytes]:
+    with zipfile.ZipFile(path) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
+@pytest.fixture(scope="module")
+def patched_wheels(
+    base_wheels: Dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Dict[str, Path]:
+    """Release -> patched wheel, built once per test module with the committed lock."""
+    dest_dir = tmp_path_factory.mktemp("patched")
+    lock = load_lock()
+    return {
+        release: build_patched_wheel(base, OVERLAY, dest_dir=dest_dir, lock=lock)
+        for release, base in base_wheels.items()
+    }
+
+
+releases = pytest.mark.parametrize("release", SUPPORTED_RELEASES)
+
+
+@releases
+def test_names_version_and_metadata(
+    release: str, base_wheels: Dict[str, Path], patched_wheels: Dict[str, Path]
+) -> None:
+    patched = patched_wheels[release]
+    assert patched.name == base_wheels[release].name.replace(release, f"{release}+memfix1", 1)
+    before, after = members(base_wheels[release]), members(patched)
+    old, new = f"torch_tensorrt-{release}.dist-info", f"torch_tensorrt-{release}+memfix1.dist-info"
+    metadata_diff = [
+        line
+        for line in difflib.ndiff(
+            before[f"{old}/METADATA"].decode().splitlines(),
+            after[f"{new}/METADATA"].decode().splitlines(),
+        )
+        if line[:1] in "+-"
+    ]
+    assert metadata_diff == [f"- Version: {release}", f"+ Version: {release}+memfix1"]
+    assert after[f"{new}/WHEEL"] == before[f"{old}/WHEEL"]
+
+
+@releases
+def test_every_other_file_is_byte_identical(
+    release: str, base_wheels: Dict[str, Path], patched_wheels: Dict[str, Path]
+) -> None:
+    old, new = f"torch_tensorrt-{release}.dist-info", f"torch_tensorrt-{release}+memfix1.dist-info"
+    before = {name.replace(old, new, 1): data for name, data in members(base_wheels[release]).items()}
+    after = members(patched_wheels[release])
+    changed = {TARGET, f"{new}/METADATA", f"{new}/RECORD"}
+    assert set(before) == set(after)
+    assert {name for name in after if after[name] != before[name]} == changed
+
+
+@releases
+def test_untouched_lines_of_utils_are_byte_identical(
+    release: str, base_wheels: Dict[str, Path], patched_wheels: Dict[str, Path]
+) -> None:
+    base = members(base_wheels[release])[TARGET].decode()
+    result = members(patched_wheels[release])[TARGET].decode()
+    replaced: List[Tuple[int, int]] = []  # 0-based line spans of the base that were replaced
+    names = {d.name for d in parse_overlay(OVERLAY.read_text()).definitions}
+    for name, node in top_level_definitions(ast.parse(base)).items():
+        if name in names:
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            assert node.end_lineno is not None
+            replaced.append((first - 1, node.end_lineno))
+    matcher = difflib.SequenceMatcher(
+        None, base.splitlines(keepends=True), result.splitlines(keepends=True), autojunk=False
+    )
+    for tag, i1, i2, _, _ in matcher.get_opcodes():
+        if tag in ("replace", "delete"):
+            assert any(first <= i1 and i2 <= last for first, last in replaced), (tag, i1, i2)
+
+
+def test_build_is_reproducible(base_wheels: Dict[str, Path], tmp_path: Path) -> None:
+    base = base_wheels["2.14.0"]
+    base_sha = sha256(base)
+    first = build_patched_wheel(base, OVERLAY, dest_dir=tmp_path / "one")
+    second = build_patched_wheel(base, OVERLAY, dest_dir=tmp_path / "two")
+    assert sha256(first) == sha256(second)
+    assert sha256(base) == base_sha  # the base is only read
+
+
+def test_unsupported_release_is_refused(unsupported_wheel: Path, tmp_path: Path) -> None:
+    with pytest.raises(PatchError) as error:
+        build_patched_wheel(unsupported_wheel, OVERLAY, dest_dir=tmp_path, lock=load_lock())
+    assert error.match(
+        "^"
+        + re.escape(
+            f"{unsupported_wheel.name}: no top-level 'release_host_and_device_memory' in "
+            "torch_tensorrt/dynamo/utils.py, so the fix 'host heap trimmed after each engine "
+            "build' cannot apply (it takes effect through release_host_and_device_memory()); "
+            "the build makes no wheel with only some of the fixes. Supported base releases "
+            "are 2.10.0, 2.11.0, 2.12.0, 2.12.1, 2.13.0, 2.14.0: choose one with "
+            "TORCHTRT_BASE_VERSION"
+        )
+        + "$"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sha256_not_matching_the_lock_is_refused(
+    base_wheels: Dict[str, Path], tmp_path: Path
+) -> None:
+    base = base_wheels["2.13.0"]
+    lock = {base.name: "0" * 64}
+    with pytest.raises(PatchError) as error:
+        build_patched_wheel(base, OVERLAY, dest_dir=tmp_path, lock=lock)
+    assert error.match(
+        "^"
+        + re.escape(
+            f"{base.name}: sha256 {sha256(base)} differs from the official wheel's {'0' * 64} "
+            "in the lock; this is not the official file, delete it and download it again"
+        )
+        + "$"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_base_unknown_to_the_lock_builds_with_a_warning(
+    base_wheels: Dict[str, Path], tmp_path: Path
+) -> None:
+    warnings: List[str] = []
+    build_patched_wheel(
+        base_wheels["2.13.0"], OVERLAY, dest_dir=tmp_path, lock={}, warn=warnings.append
+    )
+    assert warnings == [
+        f"{base_wheels['2.13.0'].name} is not in the lock of official wheels, so its sha256 "
+        "cannot be checked; building it anyway"
+    ]
+
+
+def test_lock_knows_every_supported_test_base(base_wheels: Dict[str, Path]) -> None:
+    lock = load_lock()
+    for base in base_wheels.values():
+        assert lock[base.name] == sha256(base)
+
+
+def test_incompatible_call_site_in_a_real_release_is_refused(
+    base_wheels: Dict[str, Path], tmp_path: Path
+) -> None:
+    overlay = tmp_path / "overlay.py"
+    overlay.write_text(
+        "def deallocate_module(module):\n    pass\n\n\n"
+        "def release_host_and_device_memory():\n    pass\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(PatchError) as error:
+        build_patched_wheel(base_wheels["2.10.0"], overlay, dest_dir=tmp_path / "out")
+    assert error.match(
+        re.escape(
+            "torch_tensorrt/dynamo/_compiler.py:378: deallocate_module(exported_program.module(), "
+            "delete_module=False) does not fit deallocate_module(module): got an unexpected "
+            "keyword argument 'delete_module'"
+        )
+    )
+    assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
+
+
+def test_pip_installs_the_patched_wheel(patched_wheels: Dict[str, Path], tmp_path: Path) -> None:
+    patched = patched_wheels["2.14.0"]
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--quiet"]
+        + ["--only-binary=:all:", "--python-version", TEST_PYTHON, "--platform", TEST_PLATFORM]
+        + ["--disable-pip-version-check", "--target", str(target), str(patched)],
+        check=True,
+    )
+    assert (target / TARGET).read_bytes() == members(patched)[TARGET]
+    assert (target / "torch_tensorrt-2.14.0+memfix1.dist-info" / "METADATA").is_file()
+    shutil.rmtree(target)
+
+
+def test_windows_wheel_keeps_its_crlf_newlines(tmp_path: Path) -> None:
+    base = fetch("2.14.0", TEST_PYTHON, "win_amd64")
+    patched = build_patched_wheel(base, OVERLAY, dest_dir=tmp_path, lock=load_lock())
+    source = members(patched)[TARGET]
+    assert source.count(b"\n") == source.count(b"\r\n") > 1000
+    assert b"def trim_host_heap() -> None:\r\n" in source
