@@ -451,6 +451,22 @@ def _jemalloc_package_version() -> Optional[str]:
     return result.stdout.strip() or None
 
 
+def _balloon_free_page_reporting() -> Optional[bool]:
+    """Whether a virtio balloon reports freed guest pages to the host (``None``: no balloon).
+
+    With reporting on, pages the guest frees go back to the host after a few seconds, and
+    touching them again costs a fault on the host too: burst times then vary from run to run
+    and depend on how much memory earlier cases gave back.
+    """
+    found = None
+    for device in Path("/sys/bus/virtio/devices").glob("*"):
+        if _read_first(str(device / "device")) != "0x0005":
+            continue
+        features = _read_first(str(device / "features")) or ""
+        found = len(features) > 5 and features[5] == "1"  # VIRTIO_BALLOON_F_REPORTING
+    return found
+
+
 def machine_info(jemalloc: Optional[str]) -> Dict[str, Any]:
     """The machine and software versions the figures were measured on."""
     cpu_model = None
@@ -481,6 +497,7 @@ def machine_info(jemalloc: Optional[str]) -> Dict[str, Any]:
         "jemalloc_package": _jemalloc_package_version(),
         "jemalloc": None,  # filled in from a jemalloc worker's own report
         "transparent_hugepage": _read_first("/sys/kernel/mm/transparent_hugepage/enabled"),
+        "virtio_balloon_free_page_reporting": _balloon_free_page_reporting(),
     }
 
 
@@ -694,7 +711,9 @@ def run_driver(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     for burst_gib in args.sizes_gib:
         for repeat in range(args.repeats):
-            for case in cases:
+            # Start each repeat at another case, so that no case always runs first.
+            shift = repeat % len(cases)
+            for case in cases[shift:] + cases[:shift]:
                 figures = run_case(case, burst_gib, args, jemalloc)
                 figures.update({"burst_gib": burst_gib, "repeat": repeat})
                 runs.append(figures)
