@@ -18,11 +18,10 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
-if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure, FigureBase
 
 logger = logging.getLogger(__name__)
 
@@ -48,11 +47,11 @@ def _load(json_path: Union[str, Path]) -> Dict[str, Any]:
 
 def plot_host_heap(
     json_path: Union[str, Path],
-    ax: Optional[Union["Axes", "Figure"]] = None,
+    ax: Optional[Union[Axes, Figure]] = None,
     *,
     metric: str = "kept_after_trim",
     log_scale: bool = False,
-) -> "Figure":
+) -> FigureBase:
     """Draw the RSS kept per case of ``host_heap.json`` as grouped bars, one group per case.
 
     Each bar is the median over the repeats, one colour per burst size, with the case's
@@ -67,7 +66,7 @@ def plot_host_heap(
         log_scale: Draw the values on a logarithmic axis.
 
     Returns:
-        The figure drawn into.
+        The figure (or subfigure) drawn into.
     """
     if metric not in HOST_HEAP_METRICS:
         raise ValueError(f"unknown metric {metric!r}; choose one of {sorted(HOST_HEAP_METRICS)}")
@@ -84,15 +83,16 @@ def plot_host_heap(
         for entry in document["summary"]
     }
 
+    figure: FigureBase
     if ax is None:
         import matplotlib.pyplot as plt
 
         figure, axes = plt.subplots(figsize=(max(6.0, 1.1 * len(cases)), 3.8))
-    elif hasattr(ax, "add_subplot"):
-        figure, axes = ax, ax.add_subplot()  # type: ignore[union-attr]
+    elif isinstance(ax, Figure):
+        figure, axes = ax, ax.add_subplot()
     else:
         axes = ax
-        figure = axes.figure  # type: ignore[assignment]
+        figure = axes.figure
 
     width = 0.8 / max(1, len(sizes))
     for index, size in enumerate(sizes):
@@ -117,6 +117,7 @@ def plot_host_heap(
         fontsize=9,
     )
     axes.legend(fontsize=8)
-    figure.tight_layout()
+    if isinstance(figure, Figure):
+        figure.tight_layout()
     logger.debug("plotted %s from %s", metric, json_path)
-    return figure  # type: ignore[return-value]
+    return figure
