@@ -28,6 +28,7 @@ import logging
 import os
 import platform
 import random
+import resource
 import shlex
 import statistics
 import subprocess
@@ -36,7 +37,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 logger = logging.getLogger("host_heap")
 
@@ -501,6 +502,19 @@ def machine_info(jemalloc: Optional[str]) -> Dict[str, Any]:
     }
 
 
+def _busy_cpu_s() -> float:
+    """CPU seconds the whole machine has been busy (``/proc/stat``, all but idle and iowait)."""
+    with open("/proc/stat", encoding="ascii") as stat:
+        fields = [int(value) for value in stat.readline().split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def _children_cpu_s() -> float:
+    """CPU seconds of this script's finished workers, to tell them from other processes."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _mem_available() -> int:
     with open("/proc/meminfo", encoding="ascii") as meminfo:
         for line in meminfo:
@@ -573,7 +587,7 @@ def _fraction(part: Optional[float], whole: int) -> Optional[float]:
 
 def summarise(runs: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """Median of every figure per (case, burst size), over the repeats."""
-    groups: Dict[tuple, List[Dict[str, Any]]] = {}
+    groups: Dict[Tuple[str, float], List[Dict[str, Any]]] = {}
     for run in runs:
         groups.setdefault((run["case"], run["burst_gib"]), []).append(run)
     summary = []
@@ -714,8 +728,18 @@ def run_driver(args: argparse.Namespace) -> int:
             # Start each repeat at another case, so that no case always runs first.
             shift = repeat % len(cases)
             for case in cases[shift:] + cases[:shift]:
+                busy_before, children_before = _busy_cpu_s(), _children_cpu_s()
+                wall_before = time.perf_counter()
                 figures = run_case(case, burst_gib, args, jemalloc)
-                figures.update({"burst_gib": burst_gib, "repeat": repeat})
+                others_s = (_busy_cpu_s() - busy_before) - (_children_cpu_s() - children_before)
+                wall_s = time.perf_counter() - wall_before
+                figures.update(
+                    {
+                        "burst_gib": burst_gib,
+                        "repeat": repeat,
+                        "others_cpu_share": max(0.0, others_s) / (wall_s * (os.cpu_count() or 1)),
+                    }
+                )
                 runs.append(figures)
                 if case.jemalloc and machine["jemalloc"] is None:
                     machine["jemalloc"] = figures["allocator"]
@@ -768,6 +792,11 @@ def run_driver(args: argparse.Namespace) -> int:
 
     sys.stderr.flush()
     print(format_table(summary, skipped))
+    shares = [run["others_cpu_share"] for run in runs]
+    print(
+        f"CPU used by other processes during the runs: {100 * statistics.median(shares):.0f}% "
+        f"median, {100 * max(shares):.0f}% max (of all cores; above 0, times are noisier)"
+    )
     for item in target["per_size"]:
         print(
             f"fork target at {item['burst_gib']:g} GiB (kept <= "
