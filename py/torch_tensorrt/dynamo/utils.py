@@ -28,7 +28,7 @@ import torch
 logger = logging.getLogger(__name__)
 
 # Default step of deallocate_module: bytes of CUDA tensors moved between two cache releases.
-DEFAULT_RELEASE_EVERY_BYTES = 64 * 1024 * 1024
+DEFAULT_RELEASE_EVERY_BYTES = 16 * 1024 * 1024
 
 # Offload fast path: CUDA tensors of at least this size move through two page-locked chunks
 # of this size each; TORCHTRT_OFFLOAD_PINNED_BOUNCE=0 turns the fast path off.

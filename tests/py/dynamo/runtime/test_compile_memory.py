@@ -602,8 +602,14 @@ def test_release_host_and_device_memory_trims_by_default(
 
 
 def host_rss_bytes() -> int:
+    """Anonymous resident memory: statm's resident minus its file-backed (shared) pages.
+
+    Libraries paged in as new code runs (~130 MiB of torch and CUDA on a first offload) are
+    file-backed, reclaimable, and not what the fix is about, so they are left out.
+    """
     with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        fields = statm.read().split()
+    return (int(fields[1]) - int(fields[2])) * os.sysconf("SC_PAGE_SIZE")
 
 
 class CombinedPeak(TorchDispatchMode):
@@ -671,6 +677,7 @@ def upstream_offload(module: torch.nn.Module) -> None:
 def test_offload_peak_on_the_gpu(overlay: ModuleType) -> None:
     size = int(1.5 * GiB)
     step = overlay.DEFAULT_RELEASE_EVERY_BYTES
+    bounce = 2 * overlay.PINNED_BOUNCE_CHUNK_BYTES
     tolerance = 64 * MiB
     fork = measure_offload(overlay.deallocate_module, size)
     upstream = measure_offload(upstream_offload, size)
@@ -684,10 +691,10 @@ def test_offload_peak_on_the_gpu(overlay: ModuleType) -> None:
     )
     # The probe sees upstream's doubling, so it can see the fork's.
     assert upstream["overshoot"] > 0.8 * W, upstream
-    limit = step + fork["largest"] + tolerance
+    limit = step + fork["largest"] + bounce + tolerance
     assert fork["overshoot"] < limit, (
         f"combined peak rose {fork['overshoot'] / MiB:.0f} MiB above the start, over "
-        f"step + largest tensor + tolerance = {limit / MiB:.0f} MiB"
+        f"step + largest tensor + bounce chunks + tolerance = {limit / MiB:.0f} MiB"
     )
 
 
