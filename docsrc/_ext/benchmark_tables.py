@@ -1,0 +1,434 @@
+"""Sphinx extension: tables and inline figures drawn from the repository's JSON files.
+
+Every figure the docs show comes from a file committed in the repository, read at build
+time, so rebuilt docs always show the data that is in the repository. Paths are relative to
+the repository root (the folder above ``docsrc``).
+
+Directives:
+
+* ``.. supported-matrix:: docsrc/_data/supported_matrix.json``: Python versions per base
+  release and platform, as the ``matrix`` command of the patched-wheel build wrote them;
+* ``.. offload-table:: benchmarks/results/offload.json``: one row per case of an offload run
+  (memory columns for a probed run, speed columns for an unprobed one);
+* ``.. fast-path-table::``, ``.. host-heap-table::``, ``.. build-speed-table::``: the other
+  result files;
+* ``.. result-source:: <path>``: the command that wrote a result file and the machine it ran on;
+* ``.. cli-usage:: build`` and ``.. cli-options:: build``: the usage line and the options of a
+  command of ``python tools/patched_wheel``, from its argument parser, so that the reference
+  pages never drift from the tool.
+
+Role ``:result:`` writes one value inline: ``:result:`offload_timing/cases/size_gib=64,
+strategy=fork/GBps .1f``` is the ``GBps`` of the first case of
+``benchmarks/results/offload_timing.json`` whose ``size_gib`` is 64 and ``strategy`` is
+``fork``, formatted with ``.1f``. A format ``GiB:.2f`` or ``MiB:.0f`` divides by that unit
+first; ``%:.1f`` multiplies by 100.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from docutils import nodes
+from docutils.parsers.rst import directives
+from docutils.parsers.rst.states import Inliner
+from docutils.utils import unescape
+from sphinx.application import Sphinx
+from sphinx.util.docutils import SphinxDirective
+
+GiB = 1024**3
+MiB = 1024**2
+RESULTS = "benchmarks/results"
+
+PLATFORM_NAMES = {
+    "manylinux_2_28_x86_64": "Linux x86_64",
+    "manylinux_2_28_aarch64": "Linux aarch64 (Jetson, DGX Spark, GH200)",
+    "win_amd64": "Windows x86_64",
+}
+
+
+class ResultError(Exception):
+    """A result file or a selector the docs ask for that is not there."""
+
+
+def _repository(srcdir: Path) -> Path:
+    return Path(srcdir).resolve().parent
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError) as error:
+        raise ResultError(f"cannot read {path}: {error}") from None
+
+
+def _table(
+    header: Sequence[str], rows: Sequence[Sequence[str]], numeric_from: int = 0
+) -> nodes.table:
+    """A docutils table; columns from ``numeric_from`` on are right-aligned numbers."""
+    table = nodes.table(classes=["benchmark-table"])
+    group = nodes.tgroup(cols=len(header))
+    table += group
+    for _ in header:
+        group += nodes.colspec(colwidth=1)
+    head = nodes.thead()
+    group += head
+    head += _row(header, numeric_from, header=True)
+    body = nodes.tbody()
+    group += body
+    for cells in rows:
+        body += _row(cells, numeric_from)
+    return table
+
+
+def _row(cells: Sequence[str], numeric_from: int, header: bool = False) -> nodes.row:
+    row = nodes.row()
+    for index, text in enumerate(cells):
+        classes = ["numeric"] if numeric_from and index >= numeric_from else []
+        entry = nodes.entry(classes=classes)
+        paragraph = nodes.paragraph(text=text)
+        if not header and text.startswith("``") and text.endswith("``"):
+            paragraph = nodes.paragraph()
+            paragraph += nodes.literal(text=text.strip("`"))
+        entry += paragraph
+        row += entry
+    return row
+
+
+class _ResultDirective(SphinxDirective):
+    """A directive with one argument: a file path relative to the repository root."""
+
+    required_arguments = 1
+    has_content = False
+
+    def load(self) -> Tuple[Path, Any]:
+        path = _repository(Path(self.env.srcdir)) / self.arguments[0]
+        self.env.note_dependency(str(path))
+        return path, _read_json(path)
+
+    def run(self) -> List[nodes.Node]:
+        try:
+            path, document = self.load()
+            return self.render(path, document)
+        except (ResultError, KeyError, TypeError, ValueError) as error:
+            message = f"{self.name}: {self.arguments[0]}: {error!r}"
+            return [self.state_machine.reporter.error(message, line=self.lineno)]
+
+    def render(self, path: Path, document: Any) -> List[nodes.Node]:
+        raise NotImplementedError
+
+
+class SupportedMatrix(_ResultDirective):
+    """Python versions per base release and platform, from the matrix command's JSON."""
+
+    def render(self, path: Path, document: Any) -> List[nodes.Node]:
+        platforms = [name for name in PLATFORM_NAMES]
+        rows = []
+        for release in document["releases"]:
+            pythons: Dict[str, List[str]] = {name: [] for name in platforms}
+            for wheel in release["wheels"]:
+                pythons.setdefault(wheel["platform"], []).append(wheel["python"])
+            cells = [release["release"]]
+            for name in platforms:
+                versions = sorted(pythons[name], key=lambda v: tuple(map(int, v.split("."))))
+                cells.append(", ".join(versions) or "none")
+            rows.append(cells)
+        header = ["Base release"] + [PLATFORM_NAMES[name] for name in platforms]
+        count = sum(len(release["wheels"]) for release in document["releases"])
+        note = nodes.paragraph(
+            text=f"{count} patched wheels, local label +{document['local_label']}. "
+            f"{document['about']}."
+        )
+        return [_table(header, rows), note]
+
+
+def _probed(document: Dict[str, Any]) -> bool:
+    return any(case.get("probes", True) for case in document["cases"])
+
+
+class OffloadTable(_ResultDirective):
+    """The cases of one offload run; ``:sizes: 3 24`` keeps only those model sizes."""
+
+    option_spec = {"sizes": directives.unchanged}
+
+    def render(self, path: Path, document: Any) -> List[nodes.Node]:
+        cases = document["cases"]
+        if "sizes" in self.options:
+            sizes = {int(size) for size in self.options["sizes"].split()}
+            cases = [case for case in cases if case["size_gib"] in sizes]
+        if _probed(document):
+            header = [
+                "model",
+                "strategy",
+                "largest tensor (MiB)",
+                "overshoot (GiB)",
+                "overshoot / W",
+                "overshoot - largest (MiB)",
+                "host after - W (MiB)",
+                "seconds (probed)",
+            ]
+            rows = [
+                [
+                    f"{case['size_gib']} GiB {case['mix']}",
+                    f"``{case['strategy']}``",
+                    f"{case['largest_tensor_bytes'] / MiB:.0f}",
+                    f"{case['overshoot_bytes'] / GiB:.2f}",
+                    f"{case['overshoot_W']:.3f}",
+                    f"{case['overshoot_over_largest_MiB']:.0f}",
+                    f"{case['host_after_minus_W_MiB']:.0f}",
+                    f"{case['seconds']:.1f}",
+                ]
+                for case in cases
+            ]
+        else:
+            header = ["model", "strategy", "W (GiB)", "tensors", "seconds", "GB/s"]
+            rows = [
+                [
+                    f"{case['size_gib']} GiB {case['mix']}",
+                    f"``{case['strategy']}``",
+                    f"{case['W_bytes'] / GiB:.1f}",
+                    f"{case['tensors']}",
+                    f"{case['seconds']:.2f}",
+                    f"{case['GBps']:.2f}",
+                ]
+                for case in cases
+            ]
+        return [_table(header, rows, numeric_from=2)]
+
+
+class FastPathTable(_ResultDirective):
+    """GB/s of each candidate copy path, per tensor size."""
+
+    def render(self, path: Path, document: Any) -> List[nodes.Node]:
+        speeds: Dict[str, Dict[str, float]] = document["GBps"]
+        sizes: List[str] = []
+        for per_size in speeds.values():
+            sizes.extend(size for size in per_size if size not in sizes)
+        header = ["path"] + [f"{size} tensors (GB/s)" for size in sizes]
+        rows = [
+            [f"``{name}``"] + [f"{per_size[size]:.1f}" for size in sizes]
+            for name, per_size in speeds.items()
+        ]
+        return [_table(header, rows, numeric_from=1)]
+
+
+def _seconds(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+class HostHeapTable(_ResultDirective):
+    """Medians per case and burst size of the host-heap benchmark."""
+
+    def render(self, path: Path, document: Any) -> List[nodes.Node]:
+        header = [
+            "case",
+            "burst (GiB)",
+            "kept after free (GiB)",
+            "kept at the end (GiB)",
+            "kept / burst",
+            "trim (s)",
+            "burst (s)",
+            "2nd burst (s)",
+        ]
+        rows = []
+        for entry in document["summary"]:
+            median = entry["median"]
+            rows.append(
+                [
+                    f"``{entry['case']}``",
+                    f"{entry['burst_bytes'] / GiB:.2f}",
+                    f"{median['kept_after_free'] / GiB:.2f}",
+                    f"{median['kept_after_trim'] / GiB:.3f}",
+                    f"{100 * entry['kept_fraction']:.2f}%",
+                    _seconds(median["trim_s"]),
+                    _seconds(median["burst_s"]),
+                    _seconds(median["warm_burst_s"]),
+                ]
+            )
+        return [_table(header, rows, numeric_from=1)]
+
+
+class BuildSpeedTable(_ResultDirective):
+    """Times of the patched-wheel build."""
+
+    def render(self, path: Path, document: Any) -> List[nodes.Node]:
+        figures = document["figures"]
+        one = figures["one_wheel"]
+        matrix = figures["matrix"]
+        rows = [
+            [
+                f"one patched wheel from a downloaded base ({one['base_mib']} MiB), "
+                f"median of {len(one['runs_s'])}",
+                f"{one['median_s']:.2f}",
+            ],
+            ["download of that base with pip", f"{figures['download']['seconds']:.2f}"],
+            [
+                f"``{figures['pip_wheel']['command']}``, end to end",
+                _seconds(figures["pip_wheel"]["seconds"]),
+            ],
+            [
+                f"all {matrix['wheels']} wheels of the supported matrix "
+                f"({matrix['failed']} failed), bases cached",
+                f"{matrix['total_s']:.1f}",
+            ],
+        ]
+        return [_table(["what", "seconds"], rows, numeric_from=1)]
+
+
+class ResultSource(_ResultDirective):
+    """The command that wrote a result file, and the machine it ran on."""
+
+    option_spec = {"command": directives.unchanged}
+
+    def render(self, path: Path, document: Any) -> List[nodes.Node]:
+        command = document.get("command") or self.options.get("command")
+        if not command:
+            raise ResultError("the file has no 'command' and the directive gives no :command:")
+        machine = document.get("machine", {})
+        described = ", ".join(
+            f"{key} {value}"
+            for key, value in machine.items()
+            if key in ("gpu", "cpu", "cpu_model", "cpus", "cpu_cores", "torch", "python", "glibc")
+        )
+        intro = nodes.paragraph()
+        intro += nodes.Text("From ")
+        intro += nodes.literal(text=self.arguments[0])
+        origin = (
+            "written by" if document.get("command") else "written by (the file names no command)"
+        )
+        intro += nodes.Text(f", {origin}:")
+        block = nodes.literal_block(text=command.strip(), language="console")
+        nodes_out: List[nodes.Node] = [intro, block]
+        if described:
+            nodes_out.append(nodes.paragraph(text=f"Machine: {described}."))
+        return nodes_out
+
+
+def _command_parser(srcdir: Path, command: str) -> argparse.ArgumentParser:
+    """The argument parser of one command of ``python tools/patched_wheel``."""
+    tools = str(_repository(srcdir) / "tools")
+    if tools not in sys.path:
+        sys.path.insert(0, tools)
+    from patched_wheel.__main__ import _parser
+
+    for action in _parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            if command in action.choices:
+                parser: argparse.ArgumentParser = action.choices[command]
+                return parser
+    raise ResultError(f"python tools/patched_wheel has no command {command!r}")
+
+
+class CliUsage(SphinxDirective):
+    """The usage line of one command of the build tool, as its ``--help`` prints it."""
+
+    required_arguments = 1
+
+    def run(self) -> List[nodes.Node]:
+        parser = _command_parser(Path(self.env.srcdir), self.arguments[0])
+        usage = parser.format_usage().strip()
+        usage = usage[len("usage: ") :] if usage.startswith("usage: ") else usage
+        return [nodes.literal_block(text=usage, language="none")]
+
+
+class CliOptions(SphinxDirective):
+    """The options of one command of the build tool: a definition list from its parser."""
+
+    required_arguments = 1
+
+    def run(self) -> List[nodes.Node]:
+        parser = _command_parser(Path(self.env.srcdir), self.arguments[0])
+        items = nodes.definition_list(classes=["cli-options"])
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction) or not action.option_strings:
+                continue
+            metavar = "" if action.nargs == 0 else f" {action.metavar or action.dest.upper()}"
+            term = nodes.term()
+            term += nodes.literal(text=", ".join(action.option_strings) + metavar)
+            text = action.help or ""
+            if isinstance(action, argparse._AppendAction):
+                text = (text + "; " if text else "") + "repeat for several"
+            default = action.default
+            if default not in (None, False, []) and "default" not in text:
+                shown = default
+                repository = str(_repository(Path(self.env.srcdir)))
+                if isinstance(shown, str) and shown.startswith(repository):
+                    shown = shown[len(repository) + 1 :]
+                text += f" (default: {shown})"
+            definition = nodes.definition()
+            definition += nodes.paragraph(text=text[:1].upper() + text[1:] + ".")
+            items += nodes.definition_list_item("", term, definition)
+        return [items]
+
+
+def _select(document: Any, selector: str) -> Any:
+    """Walk ``document`` along ``a/b/k=v,k2=v2/c``; ``k=v`` picks the first matching item."""
+    value = document
+    for key in selector.split("/"):
+        if "=" in key:
+            wanted = dict(part.split("=", 1) for part in key.split(","))
+            matches = [
+                item
+                for item in value
+                if all(str(item.get(name)) == text for name, text in wanted.items())
+            ]
+            if not matches:
+                raise ResultError(f"no item with {key!r}")
+            value = matches[0]
+        elif isinstance(value, list):
+            value = value[int(key)]
+        else:
+            if key not in value:
+                raise ResultError(f"no key {key!r}")
+            value = value[key]
+    return value
+
+
+def _format(value: Any, spec: str) -> str:
+    scale = {"GiB": 1 / GiB, "MiB": 1 / MiB, "%": 100.0}
+    unit, _, spec = spec.rpartition(":") if ":" in spec else ("", "", spec)
+    if unit:
+        value = value * scale[unit]
+    return format(value, spec)
+
+
+def result_role(
+    name: str,
+    rawtext: str,
+    text: str,
+    lineno: int,
+    inliner: Inliner,
+    options: Optional[Dict[str, Any]] = None,
+    content: Sequence[str] = (),
+) -> Tuple[List[nodes.Node], List[nodes.system_message]]:
+    """``:result:`<file stem>/<selector> [format]```: one value of a result file, inline."""
+    env = inliner.document.settings.env
+    path_and_selector, _, spec = unescape(text).strip().partition(" ")
+    stem, _, selector = path_and_selector.partition("/")
+    path = _repository(Path(env.srcdir)) / RESULTS / f"{stem}.json"
+    env.note_dependency(str(path))
+    try:
+        value = _select(_read_json(path), selector)
+        shown = _format(value, spec.strip()) if spec.strip() else str(value)
+    except (ResultError, KeyError, IndexError, TypeError, ValueError) as error:
+        message = inliner.reporter.error(f":result:`{text}`: {error}", line=lineno)
+        problem = inliner.problematic(rawtext, rawtext, message)
+        return [problem], [message]
+    return [nodes.Text(shown)], []
+
+
+def setup(app: Sphinx) -> Dict[str, Any]:
+    app.add_directive("supported-matrix", SupportedMatrix)
+    app.add_directive("offload-table", OffloadTable)
+    app.add_directive("fast-path-table", FastPathTable)
+    app.add_directive("host-heap-table", HostHeapTable)
+    app.add_directive("build-speed-table", BuildSpeedTable)
+    app.add_directive("result-source", ResultSource)
+    app.add_directive("cli-usage", CliUsage)
+    app.add_directive("cli-options", CliOptions)
+    app.add_role("result", result_role)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
