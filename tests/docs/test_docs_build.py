@@ -1,0 +1,162 @@
+"""The docs build: ``sphinx-build -W --keep-going -n`` on ``docsrc`` succeeds, offline-clean.
+
+The build runs once per session in a subprocess (Sphinx and matplotlib's own warnings are
+judged by ``-W``, not by pytest's warning filters), into a temporary folder. The tests then
+check what the build wrote: every page a reader is sent to exists, the figures were drawn,
+and no page loads anything from another host.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+DOCSRC = REPOSITORY / "docsrc"
+
+PAGES = [
+    "index.html",
+    "getting_started/installation.html",
+    "debugging/troubleshooting.html",
+    "tutorials/resource_memory/resource_management.html",
+    "api.html",
+    "benchmarks.html",
+    "reference/index.html",
+    "reference/patched_wheel_build.html",
+    "reference/patched_wheel_matrix.html",
+    "reference/patched_wheel_lock.html",
+]
+
+BUILD_TIMEOUT_S = 170
+
+
+class _Resources(HTMLParser):
+    """Collects ``(tag, attribute, url)`` of everything a page loads or links to."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: List[Tuple[str, str, str]] = []
+
+    def handle_starttag(self, tag: str, attrs: List[Tuple[str, str | None]]) -> None:
+        for name, value in attrs:
+            if value is not None and name in ("src", "href", "data", "srcset", "poster"):
+                self.found.append((tag, name, value))
+
+
+def _is_remote(url: str) -> bool:
+    return re.match(r"^\s*(https?:)?//", url, re.IGNORECASE) is not None
+
+
+@pytest.fixture(scope="session")
+def built_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Build the HTML docs once, as ``make -C docsrc html`` does; fail with Sphinx's output."""
+    out = tmp_path_factory.mktemp("docs") / "html"
+    doctrees = out.parent / "doctrees"
+    environment = dict(os.environ, MPLBACKEND="Agg", PYTHONWARNINGS="")
+    command = [
+        sys.executable,
+        "-m",
+        "sphinx",
+        "-W",
+        "--keep-going",
+        "-n",
+        "-q",
+        "-b",
+        "html",
+        "-d",
+        str(doctrees),
+        str(DOCSRC),
+        str(out),
+    ]
+    try:
+        result = subprocess.run(
+            command,
+            cwd=REPOSITORY,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=BUILD_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the docs build took more than {BUILD_TIMEOUT_S} s: {' '.join(command)}")
+    assert result.returncode == 0, (
+        f"the docs build failed (exit {result.returncode}); run "
+        f"'make -C docsrc html' to see it:\n{result.stdout[-4000:]}\n{result.stderr[-8000:]}"
+    )
+    return out
+
+
+@pytest.mark.parametrize("page", [pytest.param(page, id=page) for page in PAGES])
+def test_page_is_built(built_html: Path, page: str) -> None:
+    assert (built_html / page).is_file(), f"{page} is missing from the built docs"
+
+
+def test_no_page_loads_from_other_hosts(built_html: Path) -> None:
+    """No <script src>, <link href>, <img src>, ... points at an http(s) host: the docs read
+    offline and carry no tracking or CDN scripts. Plain <a href> links to other sites are
+    fine: a reader follows them, the page does not load them."""
+    offending: Dict[str, List[str]] = {}
+    pages = sorted(built_html.rglob("*.html"))
+    assert pages, "the docs build wrote no HTML"
+    for page in pages:
+        parser = _Resources()
+        parser.feed(page.read_text(encoding="utf-8"))
+        remote = [
+            f"<{tag} {name}={url!r}>"
+            for tag, name, url in parser.found
+            if tag != "a" and _is_remote(url)
+        ]
+        if remote:
+            offending[str(page.relative_to(built_html))] = remote
+    assert not offending, f"pages load resources from other hosts: {offending}"
+
+
+def test_no_stylesheet_or_script_imports_from_other_hosts(built_html: Path) -> None:
+    """CSS @import/url() and scripts shipped with the docs load nothing from other hosts."""
+    offending = []
+    for path in sorted(built_html.rglob("*.css")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for url in re.findall(r"""(?:@import\s+|url\()\s*["']?([^"')\s]+)""", text):
+            if _is_remote(url):
+                offending.append(f"{path.relative_to(built_html)}: {url}")
+    assert not offending, f"stylesheets load from other hosts: {offending}"
+
+
+def test_plots_are_drawn_from_the_results(built_html: Path) -> None:
+    """The benchmark page shows the figures the plot directive drew at build time."""
+    page = (built_html / "benchmarks.html").read_text(encoding="utf-8")
+    images = re.findall(r'<img[^>]+src="([^"]+\.png)"', page)
+    assert len(images) >= 4, f"expected 4 or more plots on benchmarks.html, found {images}"
+    for image in images:
+        assert (built_html / image).is_file(), f"benchmarks.html shows a missing image {image}"
+
+
+def test_api_documents_the_overlay(built_html: Path) -> None:
+    page = (built_html / "api.html").read_text(encoding="utf-8")
+    for name in (
+        "torch_tensorrt.dynamo.utils.deallocate_module",
+        "torch_tensorrt.dynamo.utils.trim_host_heap",
+        "torch_tensorrt.dynamo.utils.release_host_and_device_memory",
+        "torch_tensorrt.dynamo.utils._glibc_malloc_trim",
+        "torch_tensorrt.dynamo.utils.DEFAULT_RELEASE_EVERY_BYTES",
+        "torch_tensorrt.dynamo.utils.PINNED_BOUNCE_CHUNK_BYTES",
+        "envvar-TORCHTRT_ENABLE_BUILDER_MALLOC_TRIM",
+        "envvar-TORCHTRT_OFFLOAD_PINNED_BOUNCE",
+    ):
+        assert f'id="{name}"' in page, f"api.html documents no {name}"
+
+
+def test_supported_matrix_is_rendered_from_its_json(built_html: Path) -> None:
+    import json
+
+    document = json.loads((DOCSRC / "_data" / "supported_matrix.json").read_text("utf-8"))
+    page = (built_html / "getting_started" / "installation.html").read_text(encoding="utf-8")
+    for release in document["releases"]:
+        assert f"<p>{release['release']}</p>" in page, f"no row for {release['release']}"
