@@ -77,11 +77,18 @@ extensions = [
 exclude_patterns = ["_build", "requirements.txt", "Makefile"]
 templates_path: list[str] = []
 nitpicky = True
+# Options such as --no-deps stay as typed, not turned into dashes.
+smartquotes = False
 rst_epilog = f"""
 .. |default_release| replace:: {DEFAULT_RELEASE}
 .. |local_label| replace:: {LOCAL_LABEL}
 .. |patched_version| replace:: {DEFAULT_RELEASE}+{LOCAL_LABEL}
 .. |oldest_release| replace:: {SUPPORTED_RELEASES[0]}
+.. |patched_version_literal| replace:: ``{DEFAULT_RELEASE}+{LOCAL_LABEL}``
+.. |label_literal| replace:: ``+{LOCAL_LABEL}``
+.. |release_label_literal| replace:: ``<release>+{LOCAL_LABEL}``
+.. |requirement_literal| replace:: ``torch_tensorrt=={DEFAULT_RELEASE}``
+.. |patched_file_literal| replace:: ``dist/torch_tensorrt-{DEFAULT_RELEASE}+{LOCAL_LABEL}-<tags>.whl``
 .. |default_step| replace:: {_mib(_overlay_constant("DEFAULT_RELEASE_EVERY_BYTES"))}
 .. |bounce_chunk| replace:: {_mib(_overlay_constant("PINNED_BOUNCE_CHUNK_BYTES"))}
 """
@@ -148,4 +155,8 @@ html_theme_options = {
     "icon_links": [],
     "analytics": {},
 }
-html_sidebars = {"index": []}
+# The left sidebar only where a section has pages of its own.
+html_sidebars = {
+    page: []
+    for page in ("index", "api", "benchmarks", "getting_started/*", "debugging/*", "tutorials/**")
+}

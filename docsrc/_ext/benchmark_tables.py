@@ -27,6 +27,7 @@ first; ``%:.1f`` multiplies by 100.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
@@ -48,6 +49,19 @@ PLATFORM_NAMES = {
     "manylinux_2_28_aarch64": "Linux aarch64 (Jetson, DGX Spark, GH200)",
     "win_amd64": "Windows x86_64",
 }
+
+
+# What the source line says about a result file's machine: (key, how to write it).
+MACHINE_FIELDS = (
+    ("gpu", "{}"),
+    ("cpu", "{}"),
+    ("cpu_model", "{}"),
+    ("cpus", "{} CPUs"),
+    ("cpu_cores", "{} cores"),
+    ("glibc", "glibc {}"),
+    ("torch", "torch {}"),
+    ("python", "Python {}"),
+)
 
 
 class ResultError(Exception):
@@ -90,13 +104,18 @@ def _row(cells: Sequence[str], numeric_from: int, header: bool = False) -> nodes
     for index, text in enumerate(cells):
         classes = ["numeric"] if numeric_from and index >= numeric_from else []
         entry = nodes.entry(classes=classes)
-        paragraph = nodes.paragraph(text=text)
-        if not header and text.startswith("``") and text.endswith("``"):
-            paragraph = nodes.paragraph()
-            paragraph += nodes.literal(text=text.strip("`"))
-        entry += paragraph
+        entry += _paragraph(text)
         row += entry
     return row
+
+
+def _paragraph(text: str) -> nodes.paragraph:
+    """A paragraph of ``text`` in which each ````...```` part is an inline literal."""
+    paragraph = nodes.paragraph()
+    for index, part in enumerate(text.split("``")):
+        if part:
+            paragraph += nodes.literal(text=part) if index % 2 else nodes.Text(part)
+    return paragraph
 
 
 class _ResultDirective(SphinxDirective):
@@ -139,9 +158,8 @@ class SupportedMatrix(_ResultDirective):
             rows.append(cells)
         header = ["Base release"] + [PLATFORM_NAMES[name] for name in platforms]
         count = sum(len(release["wheels"]) for release in document["releases"])
-        note = nodes.paragraph(
-            text=f"{count} patched wheels, local label +{document['local_label']}. "
-            f"{document['about']}."
+        note = _paragraph(
+            f"{count} patched wheels, each with the local label " f"``+{document['local_label']}``."
         )
         return [_table(header, rows), note]
 
@@ -290,9 +308,9 @@ class ResultSource(_ResultDirective):
             raise ResultError("the file has no 'command' and the directive gives no :command:")
         machine = document.get("machine", {})
         described = ", ".join(
-            f"{key} {value}"
-            for key, value in machine.items()
-            if key in ("gpu", "cpu", "cpu_model", "cpus", "cpu_cores", "torch", "python", "glibc")
+            template.format(machine[key])
+            for key, template in MACHINE_FIELDS
+            if machine.get(key) not in (None, "")
         )
         intro = nodes.paragraph()
         intro += nodes.Text("From ")
@@ -319,6 +337,8 @@ def _command_parser(srcdir: Path, command: str) -> argparse.ArgumentParser:
         if isinstance(action, argparse._SubParsersAction):
             if command in action.choices:
                 parser: argparse.ArgumentParser = action.choices[command]
+                # The same wrapping whatever the terminal of the build.
+                parser.formatter_class = functools.partial(argparse.HelpFormatter, width=88)
                 return parser
     raise ResultError(f"python tools/patched_wheel has no command {command!r}")
 
