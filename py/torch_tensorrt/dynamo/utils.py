@@ -96,9 +96,10 @@ def deallocate_module(
         )
     moved_since_release = 0
     mover: Optional[_PinnedBounceMover] = None
+    mover_tried = False
 
     def move_to_cpu(tensor: torch.Tensor) -> torch.Tensor:
-        nonlocal moved_since_release, mover
+        nonlocal moved_since_release, mover, mover_tried
         if not tensor.is_cuda:
             return tensor.to("cpu")
         if moved_since_release and moved_since_release >= release_every_bytes:
@@ -107,9 +108,10 @@ def deallocate_module(
         moved_since_release += _strided_nbytes(tensor)
         if not _PinnedBounceMover.suits(tensor):
             return tensor.to("cpu")
-        if mover is None:
-            mover = _PinnedBounceMover.create()
-        if mover is None:
+        if not mover_tried:  # page-lock once, on the device of the first suitable tensor
+            mover_tried = True
+            mover = _PinnedBounceMover.create(tensor.device)
+        if mover is None or tensor.device != mover.device:
             return tensor.to("cpu")
         return mover.move(tensor)
 
@@ -174,9 +176,10 @@ class _PinnedBounceMover:
 
     min_tensor_bytes = 1024 * 1024
 
-    def __init__(self, slots: List[torch.Tensor]) -> None:
+    def __init__(self, slots: List[torch.Tensor], device: torch.device) -> None:
         self.slots = slots
-        self.stream = torch.cuda.Stream()
+        self.device = device
+        self.stream = torch.cuda.Stream(device=device)
         self.events = [torch.cuda.Event() for _ in slots]
         self.next_slot = 0
         self.pending: Optional[Tuple[torch.Tensor, int, int]] = None
@@ -193,8 +196,8 @@ class _PinnedBounceMover:
         )
 
     @classmethod
-    def create(cls) -> Optional[_PinnedBounceMover]:
-        """Page-lock the two chunks; ``None`` where that fails or the variable turns it off."""
+    def create(cls, device: torch.device) -> Optional[_PinnedBounceMover]:
+        """A mover for one CUDA device's tensors; ``None`` if page-locking fails or is off."""
         if not _env_flag_enabled(PINNED_BOUNCE_ENV_VAR):
             return None
         cudart = torch.cuda.cudart()
@@ -208,7 +211,7 @@ class _PinnedBounceMover:
                     cudart.cudaHostUnregister(registered.data_ptr())
                 return None
             slots.append(slot)
-        return cls(slots)
+        return cls(slots, device)
 
     def move(self, tensor: torch.Tensor) -> torch.Tensor:
         """A CPU copy of ``tensor``; its last chunk may land at the next call or at close."""
@@ -217,7 +220,7 @@ class _PinnedBounceMover:
         source_bytes = tensor.detach().reshape(-1).view(torch.uint8)
         destination_bytes = destination.view(-1).view(torch.uint8)
         chunk = PINNED_BOUNCE_CHUNK_BYTES
-        self.stream.wait_stream(torch.cuda.current_stream())
+        self.stream.wait_stream(torch.cuda.current_stream(self.device))
         slot = self.next_slot
         for offset in range(0, source_bytes.numel(), chunk):
             size = min(chunk, source_bytes.numel() - offset)
