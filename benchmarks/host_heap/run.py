@@ -42,8 +42,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 logger = logging.getLogger("host_heap")
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-OVERLAY = REPO_ROOT / "py" / "torch_tensorrt" / "dynamo" / "utils.py"
 DEFAULT_OUTPUT = REPO_ROOT / "benchmarks" / "results" / "host_heap.json"
+sys.path.insert(0, str(REPO_ROOT / "tools"))
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -235,17 +235,10 @@ def _block_sizes(seed: int, share: int, min_bytes: int, max_bytes: int) -> List[
 
 
 def _load_fork_trim() -> Callable[[], None]:
-    """The fork's ``trim_host_heap`` from the overlay file, imported by path.
+    """The fork's ``trim_host_heap``, from the overlay file (it needs torch, not TensorRT)."""
+    from patched_wheel.overlay import load_overlay
 
-    The overlay is not an installed module (the wheel build splices it into upstream's file),
-    so it is loaded from its path; it needs torch, not TensorRT.
-    """
-    spec = importlib.util.spec_from_file_location("torchtrt_fork_overlay_utils", OVERLAY)
-    if spec is None or spec.loader is None:
-        raise HostHeapBenchmarkError(f"cannot load the overlay {str(OVERLAY)!r}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    trim: Callable[[], None] = module.trim_host_heap
+    trim: Callable[[], None] = load_overlay().trim_host_heap
     return trim
 
 

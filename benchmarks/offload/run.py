@@ -25,8 +25,8 @@ Usage (on a machine with a GPU; the full run takes about 6 minutes on an H200)::
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
+import math
 import os
 import platform
 import subprocess
@@ -38,8 +38,11 @@ from types import ModuleType
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 REPO = Path(__file__).resolve().parents[2]
-OVERLAY_PATH = REPO / "py" / "torch_tensorrt" / "dynamo" / "utils.py"
 DEFAULT_OUT = REPO / "benchmarks" / "results" / "offload.json"
+sys.path.insert(0, str(REPO / "tools"))
+
+from patched_wheel.overlay import load_overlay  # noqa: E402
+
 MiB = 1024 * 1024
 GiB = 1024 * MiB
 
@@ -66,14 +69,6 @@ PLAN: List[Tuple[int, str, List[str]]] = [
     ),
     (64, "llm", ["upstream", "step-1GiB-plain", "fork-plain", "fork", "fork-step-0"]),
 ]
-
-
-def load_overlay() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("torchtrt_fork_overlay_utils", OVERLAY_PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def host_rss() -> int:
@@ -140,7 +135,7 @@ def build_model(size_gib: int, mix: str) -> Any:
             "norm1": (hidden,),
             "norm2": (hidden,),
         }
-        layer_bytes = sum(2 * _numel(s) for s in layer_shapes.values())
+        layer_bytes = sum(2 * math.prod(s) for s in layer_shapes.values())
         used = 2 * 2 * vocab * hidden
         layer = 0
         while used + layer_bytes <= total:
@@ -159,13 +154,6 @@ def build_model(size_gib: int, mix: str) -> Any:
     else:
         raise SystemExit(f"unknown mix {mix!r}: use 'llm' or 'one-large'")
     return module
-
-
-def _numel(shape: Tuple[int, ...]) -> int:
-    count = 1
-    for dim in shape:
-        count *= dim
-    return count
 
 
 def strategy_function(strategy: str, overlay: ModuleType) -> Callable[[Any], None]:

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Dict, Mapping, Optional
 
 from patched_wheel.base import DEFAULT_CACHE_DIR, BaseRequest, download_base
+from patched_wheel.overlay import DEFAULT_OVERLAY
 
-ROOT = Path(__file__).resolve().parents[2]
-OVERLAY = ROOT / "py" / "torch_tensorrt" / "dynamo" / "utils.py"
+OVERLAY = DEFAULT_OVERLAY
 
 # The tag every real base of the tests has: one Python, one platform, per release.
 TEST_PYTHON = "3.11"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -13,9 +12,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from build_helpers import OVERLAY, UNSUPPORTED_RELEASE, fetch, make_wheel  # noqa: E402
+from build_helpers import UNSUPPORTED_RELEASE, fetch, make_wheel  # noqa: E402
 
 from patched_wheel.base import SUPPORTED_RELEASES  # noqa: E402
+from patched_wheel.overlay import load_overlay  # noqa: E402
 
 BUILD_VARIABLES = (
     "TORCHTRT_BASE_WHEEL",
@@ -47,11 +47,7 @@ def unsupported_wheel() -> Path:
 @pytest.fixture(scope="session")
 def overlay_module() -> ModuleType:
     """The overlay imported on its own (it needs torch only)."""
-    spec = importlib.util.spec_from_file_location("patched_wheel_test_overlay", OVERLAY)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_overlay()
 
 
 @pytest.fixture

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Dict
 
 import pytest
-from build_helpers import ROOT, fetch
+from build_helpers import fetch
 
 from patched_wheel.__main__ import main
-from patched_wheel.base import BaseRequest
+from patched_wheel.base import REPOSITORY, BaseRequest
 from patched_wheel.lock import load_lock, refresh_lock, write_lock
 from patched_wheel.matrix import (
     DOCS_MATRIX,
@@ -35,7 +35,7 @@ def pip_wheel(dest: Path, **env: str) -> subprocess.CompletedProcess[str]:
     """``pip wheel . --no-deps -w dest`` in the repository, as the README says."""
     return subprocess.run(
         [sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "-w", str(dest)],
-        cwd=ROOT,
+        cwd=REPOSITORY,
         env=dict(os.environ, **env),
         capture_output=True,
         text=True,
@@ -63,7 +63,7 @@ def test_pip_wheel_refuses_an_unsupported_release(tmp_path: Path) -> None:
 def test_python_m_build_with_a_given_base_wheel(tmp_path: Path) -> None:
     base = fetch("2.13.0")
     completed = subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path), str(ROOT)],
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path), str(REPOSITORY)],
         env=dict(os.environ, TORCHTRT_BASE_WHEEL=str(base)),
         capture_output=True,
         text=True,
@@ -255,7 +255,7 @@ def test_lock_refresh_records_the_sha256_and_keeps_other_releases(tmp_path: Path
 
 def test_cli_runs_as_a_script_folder() -> None:
     completed = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "patched_wheel"), "--help"],
+        [sys.executable, str(REPOSITORY / "tools" / "patched_wheel"), "--help"],
         capture_output=True,
         text=True,
         check=True,

@@ -22,9 +22,10 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from packaging.version import InvalidVersion, Version
 from patched_wheel import PatchError
-from patched_wheel.base import REPOSITORY, supported_releases_text
+from patched_wheel.base import supported_releases_text
 from patched_wheel.callsites import check_call_sites
 from patched_wheel.lock import check_against_lock
+from patched_wheel.overlay import DEFAULT_OVERLAY
 from patched_wheel.splice import (
     check_splice,
     parse_overlay,
@@ -50,9 +51,8 @@ __all__ = [
     "rewrite_metadata_version",
 ]
 
-# The module of the base that the overlay is spliced into, and the overlay itself.
+# The module of the base that the overlay is spliced into.
 TARGET = "torch_tensorrt/dynamo/utils.py"
-DEFAULT_OVERLAY = REPOSITORY / "py" / "torch_tensorrt" / "dynamo" / "utils.py"
 
 # The PEP 440 local label naming the fork's patch set; bump it when the overlay changes.
 LOCAL_LABEL = "memfix1"

@@ -1,0 +1,41 @@
+"""Where the overlay lives, and how code outside the build imports it on its own.
+
+The overlay is not an installed module: the build splices it into upstream's file. Tests and
+benchmarks import it from its path instead; it needs torch, not TensorRT. Importing this
+module imports neither.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from patched_wheel import PatchError
+from patched_wheel.base import REPOSITORY
+
+__all__ = ["DEFAULT_OVERLAY", "OVERLAY_MODULE_NAME", "load_overlay"]
+
+DEFAULT_OVERLAY = REPOSITORY / "py" / "torch_tensorrt" / "dynamo" / "utils.py"
+
+# The name the overlay is imported under: not torch_tensorrt's, which needs TensorRT.
+OVERLAY_MODULE_NAME = "torchtrt_fork_overlay_utils"
+
+
+def load_overlay(path: Path = DEFAULT_OVERLAY) -> ModuleType:
+    """Import the overlay once per process (later calls return the same module)."""
+    loaded = sys.modules.get(OVERLAY_MODULE_NAME)
+    if loaded is not None:
+        return loaded
+    spec = importlib.util.spec_from_file_location(OVERLAY_MODULE_NAME, path)
+    if spec is None or spec.loader is None:
+        raise PatchError(f"cannot import the overlay {str(path)!r}; check that the file exists")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[OVERLAY_MODULE_NAME] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[OVERLAY_MODULE_NAME]
+        raise
+    return module
