@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Optional, Sequence
 
 if __package__ in (None, ""):  # run as ``python tools/patched_wheel``
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import copy
-import io
 import os
 import re
 import sys

@@ -18,7 +18,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
