@@ -14,12 +14,35 @@ Strategies:
 * ``fork-plain``: the fork's ``deallocate_module`` with its fast path off
   (``TORCHTRT_OFFLOAD_PINNED_BOUNCE=0``), at the default step;
 * ``fork``: the fork's ``deallocate_module`` as users get it;
-* ``fork-step-<size>``: the fork with another release step.
+* ``fork-step-<size>``: the fork with another release step;
+* a suffix ``-thp-never`` runs the case with transparent huge pages off for the process
+  (``prctl(PR_SET_THP_DISABLE)``, what ``never`` in ``/sys/kernel/mm/transparent_hugepage``
+  does for every process), and ``fork-lock-fails`` makes every ``cudaHostRegister`` fail, as
+  where page-locking is refused.
+
+Tensor mixes (``--plan shapes`` runs the shapes of issue 10, each probed and unprobed):
+
+* ``llm``: an LLM-like fp16 model, untied 0.98 GiB embedding and output matrix;
+* ``small``: one 1 GiB tensor, then fp16 tensors of 2-6 MiB with a 100 MiB one every 40;
+* ``fp32-64MiB``: fp32 layers of 64 MiB each;
+* ``llama-untied``, ``llama-tied``: transformers ``LlamaForCausalLM`` of the 8B class (hidden
+  4096, 14336 MLP, 8 KV heads, 128256 tokens), as many layers as the size allows, built as
+  users build it: initialised in fp32 on the GPU, then ``.to(torch.bfloat16)``;
+* ``qwen2``: transformers ``Qwen2ForCausalLM`` of the 32B class (hidden 5120, 27648 MLP),
+  built the same way;
+* ``llm-2gpu``: ``llm`` with every other layer on a second GPU.
+
+Each case also reads the CUDA caching allocator's segments before the move
+(``torch.cuda.memory_snapshot()``): ``largest_segment_live_bytes`` is the most memory of
+tensors in one segment, which no tensor-by-tensor offload can hand back before all of them
+have moved, the floor of the overshoot where tensors share segments.
 
 Usage (on a machine with a GPU; the full run takes about 6 minutes on an H200)::
 
     python benchmarks/offload/run.py                       # every case, saves the JSON
     python benchmarks/offload/run.py --sizes 3 --out /tmp/offload.json
+    python benchmarks/offload/run.py --plan shapes --out offload_shapes.json \
+        --timing-out offload_shapes_timing.json --ceilings offload_ceilings.json
 """
 
 from __future__ import annotations
@@ -70,6 +93,24 @@ PLAN: List[Tuple[int, str, List[str]]] = [
     (64, "llm", ["upstream", "step-1GiB-plain", "fork-plain", "fork", "fork-step-0"]),
 ]
 
+# The shapes of issue 10: each case runs twice, with and without the memory probes.
+SHAPES_PLAN: List[Tuple[int, str, List[str]]] = [
+    (24, "llm", ["fork"]),
+    (64, "llm", ["fork"]),
+    (24, "small", ["fork"]),
+    (60, "small", ["fork"]),
+    (24, "fp32-64MiB", ["fork"]),
+    (15, "llama-untied", ["fork"]),
+    (14, "llama-tied", ["fork"]),
+    (61, "qwen2", ["fork"]),
+    (8, "llm", ["fork", "fork-plain", "fork-thp-never", "fork-plain-thp-never", "fork-lock-fails"]),
+]
+
+# Several GPUs: run with --plan two-gpus on a machine with two.
+TWO_GPUS_PLAN: List[Tuple[int, str, List[str]]] = [(24, "llm-2gpu", ["fork", "fork-plain"])]
+
+PLANS = {"issue": PLAN, "shapes": SHAPES_PLAN, "two-gpus": TWO_GPUS_PLAN}
+
 
 def host_rss() -> int:
     """Anonymous resident memory (statm's resident minus shared) of this process, in bytes.
@@ -104,23 +145,23 @@ def warm_host_memory(gib: int) -> float:
 
 
 def build_model(size_gib: int, mix: str) -> Any:
-    """An fp16 module on the GPU of about ``size_gib`` GiB.
-
-    ``llm``: an embedding and an output matrix (32000 or 128256 x 4096), then layers of
-    8-64 MiB matrices (q, k, v, o, gate, up, down) and small norm vectors. ``one-large``: one
-    tensor of two thirds of the size, then 32 MiB matrices.
-    """
+    """A module on the GPU of about ``size_gib`` GiB, of the tensor mix named (module doc)."""
+    if mix in TRANSFORMERS_MIXES:
+        return build_transformers_model(size_gib, mix)
     import torch
 
     total = size_gib * GiB
     module = torch.nn.Module()
     hidden = 4096
+    devices = [torch.device("cuda", 0)]
+    if mix == "llm-2gpu":
+        devices.append(torch.device("cuda", 1))
 
-    def add(name: str, *shape: int) -> None:
-        weight = torch.randn(*shape, dtype=torch.float16, device="cuda")
+    def add(name: str, *shape: int, dtype: Any = torch.float16, device: int = 0) -> None:
+        weight = torch.randn(*shape, dtype=dtype, device=devices[device])
         module.register_parameter(name, torch.nn.Parameter(weight))
 
-    if mix == "llm":
+    if mix in ("llm", "llm-2gpu"):
         vocab = 32000 if size_gib < 8 else 128256
         add("embed", vocab, hidden)
         add("lm_head", vocab, hidden)
@@ -140,7 +181,7 @@ def build_model(size_gib: int, mix: str) -> Any:
         layer = 0
         while used + layer_bytes <= total:
             for name, shape in layer_shapes.items():
-                add(f"l{layer}_{name}", *shape)
+                add(f"l{layer}_{name}", *shape, device=layer % len(devices))
             used += layer_bytes
             layer += 1
     elif mix == "one-large":
@@ -151,9 +192,68 @@ def build_model(size_gib: int, mix: str) -> Any:
             add(f"m{index}", hidden, hidden)
             used += 32 * MiB
             index += 1
+    elif mix == "small":
+        add("large", GiB // 2 // hidden, hidden)
+        used = GiB
+        index = 0
+        generator = torch.Generator().manual_seed(0)
+        while used < total - 100 * MiB:
+            if index % 40 == 39:
+                elements = 50 * MiB
+            else:
+                elements = int(torch.randint(MiB, 3 * MiB, (1,), generator=generator))
+            add(f"t{index}", elements)
+            used += 2 * elements
+            index += 1
+    elif mix == "fp32-64MiB":
+        for index in range(total // (64 * MiB)):
+            add(f"layer{index}", hidden, hidden, dtype=torch.float32)
     else:
-        raise SystemExit(f"unknown mix {mix!r}: use 'llm' or 'one-large'")
+        raise SystemExit(f"unknown mix {mix!r}: see the module's docstring")
     return module
+
+
+# transformers models: (config class, config arguments, bytes of one layer in bf16)
+TRANSFORMERS_MIXES = {
+    "llama-untied": (
+        "LlamaConfig",
+        dict(hidden_size=4096, intermediate_size=14336, num_attention_heads=32,
+             num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=False),
+    ),
+    "llama-tied": (
+        "LlamaConfig",
+        dict(hidden_size=4096, intermediate_size=14336, num_attention_heads=32,
+             num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=True),
+    ),
+    "qwen2": (
+        "Qwen2Config",
+        dict(hidden_size=5120, intermediate_size=27648, num_attention_heads=40,
+             num_key_value_heads=8, vocab_size=152064, tie_word_embeddings=False),
+    ),
+}  # fmt: skip
+
+
+def build_transformers_model(size_gib: int, mix: str) -> Any:
+    """A transformers decoder of about ``size_gib`` GiB in bf16, built as users build one.
+
+    Weights are initialised in fp32 on the GPU, then the model is converted with
+    ``.to(torch.bfloat16)``: the bf16 tensors then sit in the caching allocator's segments
+    that the fp32 ones left, several to a segment.
+    """
+    import torch
+    import transformers
+
+    class_name, arguments = TRANSFORMERS_MIXES[mix]
+    config = getattr(transformers, class_name)(num_hidden_layers=1, **arguments)
+    hidden, inner = config.hidden_size, config.intermediate_size
+    kv = config.num_key_value_heads * hidden // config.num_attention_heads
+    layer_bytes = 2 * (2 * hidden * hidden + 2 * kv * hidden + 3 * hidden * inner)
+    embeddings = (1 if config.tie_word_embeddings else 2) * 2 * config.vocab_size * hidden
+    config.num_hidden_layers = max(1, round((size_gib * GiB - embeddings) / layer_bytes))
+    model_class = getattr(transformers, class_name.replace("Config", "ForCausalLM"))
+    with torch.device("cuda"):
+        model = model_class(config)
+    return model.to(torch.bfloat16)
 
 
 def strategy_function(strategy: str, overlay: ModuleType) -> Callable[[Any], None]:
@@ -173,6 +273,20 @@ def strategy_function(strategy: str, overlay: ModuleType) -> Callable[[Any], Non
         return overlay.deallocate_module  # type: ignore[no-any-return]
     if strategy == "fork":
         return overlay.deallocate_module  # type: ignore[no-any-return]
+    if strategy == "fork-lock-fails":
+        real = torch.cuda.cudart()
+
+        class RefusingRuntime:
+            """The CUDA runtime, but every cudaHostRegister fails as it does without memory."""
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(real, name)
+
+            def cudaHostRegister(self, *args: Any) -> int:
+                return 2  # cudaErrorMemoryAllocation
+
+        torch.cuda.cudart = RefusingRuntime
+        return overlay.deallocate_module  # type: ignore[no-any-return]
     if strategy.startswith("fork-step-"):
         text = strategy[len("fork-step-") :]
         step = int(text[:-3]) * MiB if text.endswith("MiB") else int(text)
@@ -189,8 +303,13 @@ def run_case(size_gib: int, mix: str, strategy: str, probes: bool = True) -> Dic
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
+    thp_never = strategy.endswith(THP_NEVER)
+    if thp_never:
+        disable_huge_pages_for_this_process()
+        strategy = strategy[: -len(THP_NEVER)]
     overlay = load_overlay()
     move = strategy_function(strategy, overlay)
+    devices = list(range(torch.cuda.device_count()))
 
     # Warm up CUDA, the copy engines and the host allocator outside the measured window.
     warm = torch.randn(16 * MiB, device="cuda")
@@ -198,16 +317,22 @@ def run_case(size_gib: int, mix: str, strategy: str, probes: bool = True) -> Dic
     del warm
 
     module = build_model(size_gib, mix)
+    tensors = {t.data_ptr(): t.nbytes for t in module.state_dict().values() if t.is_cuda}
     weight_bytes = sum(p.nbytes for p in module.parameters())
     largest = max(p.nbytes for p in module.parameters())
-    torch.cuda.synchronize()
+    for device in devices:
+        torch.cuda.synchronize(device)
     torch.cuda.empty_cache()
+    segments = segment_figures(tensors)
 
     def combined() -> int:
         # cudaMemGetInfo is a cheap driver call; torch.cuda.memory_reserved() builds the whole
         # statistics dict, and calling it every millisecond slowed the moves 3-4x.
-        free, total = torch.cuda.mem_get_info()
-        return host_rss() + total - free
+        used = 0
+        for device in devices:
+            free, total = torch.cuda.mem_get_info(device)
+            used += total - free
+        return host_rss() + used
 
     copies = {torch.ops.aten._to_copy.default, torch.ops.aten.copy_.default}
     start = combined()
@@ -239,18 +364,25 @@ def run_case(size_gib: int, mix: str, strategy: str, probes: bool = True) -> Dic
             move(module)
     else:
         move(module)
-    torch.cuda.synchronize()
+    for device in devices:
+        torch.cuda.synchronize(device)
     seconds = time.perf_counter() - began
     stop.set()
     if probes:
         thread.join()
     assert all(p.device.type == "cpu" for p in module.parameters())
+    assert not any(p.is_pinned() for p in module.parameters()), "memory left page-locked"
     overshoot = max(peak.values()) - start
+    floor = max(largest, segments["largest_segment_live_bytes"])
     return {
         "size_gib": size_gib,
         "mix": mix,
-        "strategy": strategy,
+        "strategy": strategy + (THP_NEVER if thp_never else ""),
         "probes": probes,
+        **segments,
+        "overshoot_floor_bytes": floor,
+        "overshoot_over_floor_MiB": (overshoot - floor) / MiB,
+        "devices": len({t.device for t in module.parameters()}),
         "W_bytes": weight_bytes,
         "largest_tensor_bytes": largest,
         "tensors": sum(1 for _ in module.parameters()),
@@ -264,6 +396,52 @@ def run_case(size_gib: int, mix: str, strategy: str, probes: bool = True) -> Dic
         "GBps": weight_bytes / seconds / 1e9,
         "host_after_minus_W_MiB": (host_rss() - rss_start - weight_bytes) / MiB,
         "cuda_reserved_after_MiB": torch.cuda.memory_reserved() / MiB,
+    }
+
+
+THP_NEVER = "-thp-never"
+
+
+def disable_huge_pages_for_this_process() -> None:
+    """Transparent huge pages off for this process, as ``never`` would set them for all."""
+    import ctypes
+
+    PR_SET_THP_DISABLE = 41
+    if ctypes.CDLL(None).prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0:
+        raise SystemExit("prctl(PR_SET_THP_DISABLE) failed")
+
+
+def segment_figures(tensors: Dict[int, int]) -> Dict[str, Any]:
+    """The caching allocator's segments that hold the model's tensors (address: bytes).
+
+    A segment's memory goes back to the driver only when every block in it is free, so the
+    live bytes of the fullest segment bound what any tensor-by-tensor offload can hand back
+    before all of its tensors have moved.
+    """
+    import torch
+
+    import bisect
+
+    addresses = sorted(tensors)
+    largest_live = largest_size = shared = 0
+    count = 0
+    for segment in torch.cuda.memory_snapshot():
+        begin, size = segment["address"], segment["total_size"]
+        inside = addresses[
+            bisect.bisect_left(addresses, begin) : bisect.bisect_left(addresses, begin + size)
+        ]
+        live = sum(tensors[address] for address in inside)
+        if not live:
+            continue
+        count += 1
+        shared += len(inside) > 1
+        if live > largest_live:
+            largest_live, largest_size = live, size
+    return {
+        "segments": count,
+        "segments_shared": shared,
+        "largest_segment_live_bytes": largest_live,
+        "largest_segment_bytes": largest_size,
     }
 
 
@@ -298,14 +476,16 @@ def machine_info() -> Dict[str, Any]:
 
 
 def print_table(cases: List[Dict[str, Any]]) -> None:
-    header = f"{'model':>12} {'strategy':>18} {'overshoot':>10} {'x W':>6} {'-largest':>9} {'time':>7} {'GB/s':>6} {'host-W':>7}"
+    header = f"{'model':>17} {'strategy':>20} {'overshoot':>10} {'x W':>6} {'-largest':>9} {'-floor':>9} {'time':>7} {'GB/s':>6} {'host-W':>7}"
     print(header)
     print("-" * len(header))
     for c in cases:
         print(
-            f"{c['size_gib']:>4} GiB {c['mix']:>3.3s} {c['strategy']:>18}"
+            f"{c['size_gib']:>4} GiB {c['mix']:>8.8s} {c['strategy']:>20}"
             f" {c['overshoot_bytes'] / GiB:>6.2f} GiB {c['overshoot_W']:>6.2f}"
-            f" {c['overshoot_over_largest_MiB']:>5.0f} MiB {c['seconds']:>6.2f}s {c['GBps']:>6.2f}"
+            f" {c['overshoot_over_largest_MiB']:>5.0f} MiB"
+            f" {c.get('overshoot_over_floor_MiB', float('nan')):>5.0f} MiB"
+            f" {c['seconds']:>6.2f}s {c['GBps']:>6.2f}"
             f" {c['host_after_minus_W_MiB']:>4.0f} MiB"
         )
 
@@ -325,14 +505,68 @@ def save(out: Path, machine: Dict[str, Any], cases: List[Dict[str, Any]], second
     os.replace(temporary, out)
 
 
+def run_in_a_fresh_process(
+    size: int, mix: str, strategy: str, probes: bool
+) -> Optional[Dict[str, Any]]:
+    """One case in its own process, without the fast-path switch of the caller's shell."""
+    env = {k: v for k, v in os.environ.items() if k != "TORCHTRT_OFFLOAD_PINNED_BOUNCE"}
+    done = subprocess.run(
+        [sys.executable, __file__, "--case", f"{size}:{mix}:{strategy}"]
+        + ([] if probes else ["--no-probes"]),
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        print(done.stderr[-4000:], file=sys.stderr)
+        print(f"{size} GiB {mix} {strategy}: failed", flush=True)
+        return None
+    case: Dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    case["command"] = " ".join(["python", *sys.argv])
+    return case
+
+
+def add_ceiling(case: Dict[str, Any], ceilings: Optional[Dict[str, Any]]) -> None:
+    """The case's GB/s beside the host's CPU-side ceilings, measured on the same host."""
+    if ceilings is None:
+        return
+    for name, value in ceilings["ceilings_GBps"].items():
+        case[f"fraction_of_{name}"] = case["GBps"] / value
+
+
+def merged(out: Path, cases: List[Dict[str, Any]], merge: bool) -> List[Dict[str, Any]]:
+    """``cases``, after the cases of the file ``out`` that they do not repeat (``--merge``)."""
+    if not merge or not out.exists():
+        return cases
+    key = lambda case: (case["size_gib"], case["mix"], case["strategy"])  # noqa: E731
+    fresh = {key(case): case for case in cases}
+    kept = [fresh.pop(key(case), case) for case in json.loads(out.read_text())["cases"]]
+    return kept + list(fresh.values())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", help=argparse.SUPPRESS)
+    parser.add_argument("--plan", choices=sorted(PLANS), default="issue", help="cases to run")
     parser.add_argument("--sizes", type=int, nargs="*", help="model sizes (GiB) to run")
+    parser.add_argument("--mixes", nargs="*", help="tensor mixes to run")
     parser.add_argument("--strategies", nargs="*", help="strategies to run")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON file to write")
     parser.add_argument(
         "--no-probes", action="store_true", help="measure time only, without the memory probes"
+    )
+    parser.add_argument(
+        "--timing-out",
+        type=Path,
+        help="also run every case without probes and write those cases to this file",
+    )
+    parser.add_argument(
+        "--ceilings",
+        type=Path,
+        help="a file of host_ceilings.py from the same host: unprobed cases get fractions of it",
+    )
+    parser.add_argument(
+        "--merge", action="store_true", help="keep the output files' cases this run does not repeat"
     )
     args = parser.parse_args()
     if args.case:
@@ -340,39 +574,39 @@ def main() -> int:
         print(json.dumps(run_case(int(size), mix, strategy, probes=not args.no_probes)))
         return 0
 
-    cases: List[Dict[str, Any]] = []
     began = time.perf_counter()
     machine = machine_info()
-    sizes = [size for size, _, _ in PLAN if not args.sizes or size in args.sizes]
-    machine["host_warm_up_s"] = warm_host_memory(max(sizes) + 8)
-    for size, mix, strategies in PLAN:
-        if args.sizes and size not in args.sizes:
-            continue
+    ceilings = json.loads(args.ceilings.read_text()) if args.ceilings else None
+    plan = [
+        (size, mix, [s for s in strategies if not args.strategies or s in args.strategies])
+        for size, mix, strategies in PLANS[args.plan]
+        if (not args.sizes or size in args.sizes) and (not args.mixes or mix in args.mixes)
+    ]
+    machine["host_warm_up_s"] = warm_host_memory(max(size for size, _, _ in plan) + 8)
+    probed: List[Dict[str, Any]] = []
+    timed: List[Dict[str, Any]] = []
+    for size, mix, strategies in plan:
         for strategy in strategies:
-            if args.strategies and strategy not in args.strategies:
-                continue
-            env = {k: v for k, v in os.environ.items() if k != "TORCHTRT_OFFLOAD_PINNED_BOUNCE"}
-            done = subprocess.run(
-                [sys.executable, __file__, "--case", f"{size}:{mix}:{strategy}"]
-                + (["--no-probes"] if args.no_probes else []),
-                env=env,
-                capture_output=True,
-                text=True,
-            )
-            if done.returncode != 0:
-                print(done.stderr, file=sys.stderr)
-                print(f"{size} GiB {mix} {strategy}: failed", flush=True)
-                continue
-            case = json.loads(done.stdout.strip().splitlines()[-1])
-            cases.append(case)
-            print(
-                f"{size:>3} GiB {mix:>9} {strategy:>18}: overshoot {case['overshoot_W']:.3f} W,"
-                f" {case['GBps']:.2f} GB/s",
-                flush=True,
-            )
-            save(args.out, machine, cases, time.perf_counter() - began)
+            runs = []
+            if not args.no_probes and (args.plan != "shapes" or strategy == "fork"):
+                runs.append((True, probed, args.out))
+            if args.no_probes or args.timing_out:
+                runs.append((False, timed, args.timing_out or args.out))
+            for probes, cases, out in runs:
+                case = run_in_a_fresh_process(size, mix, strategy, probes)
+                if case is None:
+                    continue
+                if not probes:
+                    add_ceiling(case, ceilings)
+                cases.append(case)
+                print(
+                    f"{size:>3} GiB {mix:>12} {strategy:>20} {'probed' if probes else 'timed':>6}:"
+                    f" overshoot {case['overshoot_W']:.3f} W, {case['GBps']:.2f} GB/s",
+                    flush=True,
+                )
+                save(out, machine, merged(out, cases, args.merge), time.perf_counter() - began)
     print()
-    print_table(cases)
+    print_table(probed + timed)
     return 0
 
 

@@ -19,9 +19,11 @@ import ctypes
 import functools
 import gc
 import logging
+import mmap
 import os
 import platform
-from typing import Callable, List, Optional, Tuple
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -30,10 +32,15 @@ logger = logging.getLogger(__name__)
 # Default step of deallocate_module: bytes of CUDA tensors moved between two cache releases.
 DEFAULT_RELEASE_EVERY_BYTES = 16 * 1024 * 1024
 
-# Offload fast path: CUDA tensors of at least this size move through two page-locked chunks
-# of this size each; TORCHTRT_OFFLOAD_PINNED_BOUNCE=0 turns the fast path off.
+# Offload fast path: CUDA tensors of at least 1 MiB move through two page-locked chunks of this
+# size each; TORCHTRT_OFFLOAD_PINNED_BOUNCE=0 turns the fast path off.
 PINNED_BOUNCE_CHUNK_BYTES = 16 * 1024 * 1024
 PINNED_BOUNCE_ENV_VAR = "TORCHTRT_OFFLOAD_PINNED_BOUNCE"
+
+# Linux's transparent huge pages, and madvise advice values (the same on every architecture).
+_HUGE_PAGE_BYTES = 2 * 1024 * 1024
+_MADV_HUGEPAGE = 14
+_MADV_POPULATE_WRITE = 23
 
 # Host-heap trimming is on unless this variable is 0 (upstream's opt-in with 1 still trims).
 MALLOC_TRIM_ENV_VAR = "TORCHTRT_ENABLE_BUILDER_MALLOC_TRIM"
@@ -63,21 +70,26 @@ def deallocate_module(
     reused: PyTorch's CUDA caching allocator keeps each freed block until
     ``torch.cuda.empty_cache()``, so for the length of the move the host copy and the GPU copy
     both exist, and host plus GPU memory peaks near twice the module's size. On machines where
-    host and GPU share one memory pool (Jetson, DGX Spark, GH200) that is what runs a compile
-    out of memory.
+    host and GPU share one memory pool (Jetson, DGX Spark) that is what runs a compile out of
+    memory.
 
     Here the tensors move one at a time through ``module._apply``. The bytes of strided CUDA
     tensors moved since the last release are counted; before the next CUDA tensor moves, once
     that count has reached ``release_every_bytes``, the cache is emptied and the count starts
     again. The memory held twice is then at most ``release_every_bytes`` plus the largest
-    tensor. Tied parameters move once and stay tied.
+    tensor (plus the two chunks of the fast path below), or, where tensors share a segment of
+    the CUDA caching allocator, the largest segment: a segment's memory is handed back only
+    once all its tensors have moved. Tied parameters move once and stay tied.
 
-    Where CUDA is available, dense tensors of 1 MiB or more move through two reused page-locked
-    chunks of :data:`PINNED_BOUNCE_CHUNK_BYTES` into huge-page backed host memory (see
-    :class:`_PinnedBounceMover`): about 11 GB/s on an H200 host against about 1.1 GB/s for
-    ``tensor.to("cpu")``, for 32 MiB more host memory while the move lasts. Setting
-    ``TORCHTRT_OFFLOAD_PINNED_BOUNCE=0`` turns that off; every tensor then moves with
-    ``tensor.to("cpu")``.
+    Where CUDA is available, dense contiguous tensors of 1 MiB or more take a fast path (see
+    :class:`_PinnedBounceMover`): they move by DMA through two page-locked chunks of
+    :data:`PINNED_BOUNCE_CHUNK_BYTES` into host memory advised to use huge pages and faulted
+    in ahead by worker threads, instead of the driver's copy into pageable memory that
+    ``tensor.to("cpu")`` makes. Its speed and memory against ``tensor.to`` are measured in
+    ``benchmarks/results/offload*.json`` (strategy ``fork`` against ``fork-plain``). Its cost:
+    the two chunks, page-locked host memory while the move lasts, and as many worker threads
+    as ``torch.get_num_threads()``. Setting ``TORCHTRT_OFFLOAD_PINNED_BOUNCE=0`` turns it off;
+    every tensor then moves with ``tensor.to("cpu")``.
 
     Args:
         module: The module to move. It is changed in place; tensors already on the CPU stay.
@@ -95,11 +107,10 @@ def deallocate_module(
             "pass 0 to release the CUDA cache before every tensor"
         )
     moved_since_release = 0
-    mover: Optional[_PinnedBounceMover] = None
-    mover_tried = False
+    movers: Dict[torch.device, Optional[_PinnedBounceMover]] = {}
 
     def move_to_cpu(tensor: torch.Tensor) -> torch.Tensor:
-        nonlocal moved_since_release, mover, mover_tried
+        nonlocal moved_since_release
         if not tensor.is_cuda:
             return tensor.to("cpu")
         if moved_since_release and moved_since_release >= release_every_bytes:
@@ -108,39 +119,47 @@ def deallocate_module(
         moved_since_release += _strided_nbytes(tensor)
         if not _PinnedBounceMover.suits(tensor):
             return tensor.to("cpu")
-        if not mover_tried:  # page-lock once, on the device of the first suitable tensor
-            mover_tried = True
-            mover = _PinnedBounceMover.create(tensor.device)
-        if mover is None or tensor.device != mover.device:
+        if tensor.device not in movers:  # page-lock once per device, even if it fails
+            movers[tensor.device] = _PinnedBounceMover.create(tensor.device)
+        mover = movers[tensor.device]
+        if mover is None:
             return tensor.to("cpu")
         return mover.move(tensor)
 
     try:
         module._apply(move_to_cpu)
     finally:
-        if mover is not None:
-            mover.close()
+        _close_movers([mover for mover in movers.values() if mover is not None])
     gc.collect()
     torch.cuda.empty_cache()
+
+
+def _close_movers(movers: List[_PinnedBounceMover]) -> None:
+    """Close every mover, even when closing one of them fails."""
+    if not movers:
+        return
+    try:
+        movers[0].close()
+    finally:
+        _close_movers(movers[1:])
 
 
 def _advise_huge_pages(tensor: torch.Tensor) -> None:
     """Ask Linux to back a new CPU tensor with huge pages; a no-op elsewhere.
 
-    Memory that a tensor gets fresh from the kernel is faulted in 4 KiB page by page as the
-    copy writes it, and that caps a copy into it near 1-3 GB/s. ``madvise(MADV_HUGEPAGE)`` on
-    the 2 MiB-aligned part of the range lets the kernel fault it in 2 MiB at a time where
-    transparent huge pages are enabled (``always`` or ``madvise``). Only whole huge pages inside
-    the tensor are advised, so the tensor takes no more memory than without the advice.
+    Memory that a tensor gets fresh from the kernel is faulted in 4 KiB page by page, and
+    faulting is the slow part of filling it. ``madvise(MADV_HUGEPAGE)`` on the 2 MiB-aligned
+    part of the range lets the kernel fault it in 2 MiB at a time where transparent huge pages
+    are enabled (``always`` or ``madvise``). Only whole huge pages inside the tensor are
+    advised, so the tensor takes no more memory than without the advice.
     """
     madvise = _libc_madvise()
     if madvise is None:
         return
-    huge_page = 2 * 1024 * 1024
-    start = -(-tensor.data_ptr() // huge_page) * huge_page
-    end = (tensor.data_ptr() + tensor.nbytes) // huge_page * huge_page
+    start = -(-tensor.data_ptr() // _HUGE_PAGE_BYTES) * _HUGE_PAGE_BYTES
+    end = (tensor.data_ptr() + tensor.nbytes) // _HUGE_PAGE_BYTES * _HUGE_PAGE_BYTES
     if end > start:
-        madvise(start, end - start, 14)  # 14: MADV_HUGEPAGE
+        madvise(start, end - start, _MADV_HUGEPAGE)
 
 
 @functools.lru_cache(maxsize=None)
@@ -158,16 +177,35 @@ def _libc_madvise() -> Optional[Callable[[int, int, int], int]]:
     return madvise
 
 
+def _fault_in(destination: torch.Tensor, address: int, length: int) -> None:
+    """Fault in ``length`` bytes of ``destination``'s memory at ``address``, ready for writing.
+
+    ``madvise(MADV_POPULATE_WRITE)`` (Linux 5.14 and later) has the kernel fault the pages in
+    without writing them: bytes that a copy has already written stay as they are. Where it
+    fails, nothing is done; the copy then faults the pages in itself. ``destination`` is
+    passed only to keep the memory alive while a worker thread faults it in.
+    """
+    madvise = _libc_madvise()
+    if madvise is not None:
+        first = address // mmap.PAGESIZE * mmap.PAGESIZE
+        madvise(first, address + length - first, _MADV_POPULATE_WRITE)
+
+
 class _PinnedBounceMover:
     """Moves CUDA tensors into new host memory through two reused page-locked chunks.
 
     A plain ``tensor.to("cpu")`` copies into fresh pageable memory, which the kernel faults in
-    page by page while the copy waits: about 1.1-1.5 GB/s on an H200 host, minutes for a large
-    model. Here the GPU copies each chunk of the tensor by DMA into one of two page-locked
-    chunks at PCIe speed, and while it fills the other chunk, PyTorch's multi-threaded CPU copy
-    moves the first into the destination, which is advised to use huge pages. The chunks are
-    page-locked with ``cudaHostRegister`` on memory of our own rather than taken from PyTorch's
-    pinned-memory cache, so that :meth:`close` hands them back to the OS entirely.
+    page by page while the copy waits. Here the GPU copies each chunk of the tensor by DMA into
+    one of two page-locked chunks, and while it fills the other chunk, PyTorch's multi-threaded
+    CPU copy moves the first into the destination, which is advised to use huge pages. The
+    chunks are page-locked with ``cudaHostRegister`` on memory of our own rather than taken
+    from PyTorch's pinned-memory cache, so that :meth:`close` hands them back to the OS
+    entirely.
+
+    Faulting in the destination, not copying into it, is what limits that CPU copy: a chunk
+    spans few huge pages, so few threads can fault at once. A pool of worker threads
+    (:attr:`fault_ahead_threads`) therefore faults in the whole destination, in order, ahead
+    of the copy, as soon as it is allocated; pages the copy reaches first it faults in itself.
 
     The last chunk of a tensor is copied on the CPU while the next tensor's first chunk is on
     its way, so a returned tensor may still lack its last chunk until the next :meth:`move` or
@@ -175,6 +213,10 @@ class _PinnedBounceMover:
     """
 
     min_tensor_bytes = 1024 * 1024
+    # Threads that fault destinations in ahead of the copy: None for torch.get_num_threads(),
+    # 0 for none. Each task faults in this many bytes.
+    fault_ahead_threads: Optional[int] = None
+    fault_ahead_bytes = 8 * 1024 * 1024
 
     def __init__(self, slots: List[torch.Tensor], device: torch.device) -> None:
         self.slots = slots
@@ -183,6 +225,11 @@ class _PinnedBounceMover:
         self.events = [torch.cuda.Event() for _ in slots]
         self.next_slot = 0
         self.pending: Optional[Tuple[torch.Tensor, int, int]] = None
+        threads = self.fault_ahead_threads
+        threads = torch.get_num_threads() if threads is None else threads
+        self.workers: Optional[ThreadPoolExecutor] = None
+        if threads > 0 and _libc_madvise() is not None:
+            self.workers = ThreadPoolExecutor(threads, thread_name_prefix="torchtrt-offload")
 
     @staticmethod
     def suits(tensor: torch.Tensor) -> bool:
@@ -217,6 +264,7 @@ class _PinnedBounceMover:
         """A CPU copy of ``tensor``; its last chunk may land at the next call or at close."""
         destination = torch.empty(tensor.shape, dtype=tensor.dtype, device="cpu")
         _advise_huge_pages(destination)
+        self._fault_in_ahead(destination)
         source_bytes = tensor.detach().reshape(-1).view(torch.uint8)
         destination_bytes = destination.view(-1).view(torch.uint8)
         chunk = PINNED_BOUNCE_CHUNK_BYTES
@@ -237,6 +285,17 @@ class _PinnedBounceMover:
         self.events[slot].synchronize()
         return destination.requires_grad_(tensor.requires_grad and torch.is_grad_enabled())
 
+    def _fault_in_ahead(self, destination: torch.Tensor) -> None:
+        """Have the workers fault in ``destination`` from its start, a task per few MiB."""
+        if self.workers is None:
+            return
+        address, end = destination.data_ptr(), destination.data_ptr() + destination.nbytes
+        step = self.fault_ahead_bytes
+        while address < end:
+            cut = min(end, (address // step + 1) * step)
+            self.workers.submit(_fault_in, destination, address, cut - address)
+            address = cut
+
     def _copy_pending(self) -> None:
         """Copy the chunk waiting in its page-locked slot into its destination."""
         if self.pending is None:
@@ -248,10 +307,12 @@ class _PinnedBounceMover:
         destination_bytes[offset : offset + size].copy_(self.slots[slot][:size])
 
     def close(self) -> None:
-        """Finish the last copy and hand the page-locked chunks back to the OS."""
+        """Finish the last copy, stop the workers and hand the page-locked chunks back."""
         try:
             self._copy_pending()
         finally:
+            if self.workers is not None:
+                self.workers.shutdown(cancel_futures=True)
             cudart = torch.cuda.cudart()
             for slot in self.slots:
                 cudart.cudaHostUnregister(slot.data_ptr())

@@ -596,6 +596,174 @@ def test_release_host_and_device_memory_trims_by_default(
 
 
 # --------------------------------------------------------------------------------------------
+# The fast path's bookkeeping, with the CUDA runtime faked (this machine has no GPU)
+# --------------------------------------------------------------------------------------------
+
+
+class FakeCudaRuntime:
+    """Stands in for ``torch.cuda.cudart()``, streams and events on a machine without CUDA.
+
+    Page-locking records each range and refuses one that overlaps a range still locked, as
+    the CUDA runtime does; ``fail_after`` makes every registration after that many fail. The
+    copies themselves are real CPU copies, made at once.
+    """
+
+    def __init__(self, fail_after: Optional[int] = None) -> None:
+        self.locked: Dict[int, int] = {}
+        self.ever_locked: List[Tuple[int, int]] = []
+        self.fail_after = fail_after
+
+    def cudaHostRegister(self, address: int, length: int, flags: int) -> int:
+        if self.fail_after is not None and len(self.ever_locked) >= self.fail_after:
+            return 2  # cudaErrorMemoryAllocation
+        for start, size in self.locked.items():
+            if address < start + size and start < address + length:
+                return 712  # cudaErrorHostMemoryAlreadyRegistered
+        self.locked[address] = length
+        self.ever_locked.append((address, length))
+        return 0
+
+    def cudaHostUnregister(self, address: int) -> int:
+        return 0 if self.locked.pop(address, None) is not None else 713
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        class FakeStream:
+            def __init__(self, device: Any = None) -> None:
+                pass
+
+            def wait_stream(self, other: Any) -> None:
+                pass
+
+            def synchronize(self) -> None:
+                pass
+
+        class FakeEvent:
+            def record(self, stream: Any = None) -> None:
+                pass
+
+            def synchronize(self) -> None:
+                pass
+
+        class FakeStreamContext:
+            def __init__(self, stream: Any) -> None:
+                pass
+
+            def __enter__(self) -> None:
+                pass
+
+            def __exit__(self, *exc: Any) -> None:
+                pass
+
+        monkeypatch.setattr(torch.cuda, "cudart", lambda: self)
+        monkeypatch.setattr(torch.cuda, "Stream", FakeStream)
+        monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+        monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: FakeStream())
+        monkeypatch.setattr(torch.cuda, "stream", FakeStreamContext)
+
+
+def move_with_fake_runtime(overlay: ModuleType, sources: List[torch.Tensor]) -> List[torch.Tensor]:
+    """Move CPU tensors standing in for CUDA ones through the fast path, then close it."""
+    mover = overlay._PinnedBounceMover.create(torch.device("cuda", 0))
+    assert mover is not None
+    moved = [mover.move(source) for source in sources]
+    mover.close()
+    return moved
+
+
+@pytest.mark.parametrize(
+    "sizes",
+    [
+        pytest.param([MiB + 3, 5 * MiB + 1, 2 * MiB], id="tensors-smaller-than-a-chunk"),
+        pytest.param([40 * MiB + 7, MiB], id="a-tensor-over-several-chunks"),
+    ],
+)
+def test_fast_path_copies_every_byte_and_unlocks_its_chunks(
+    overlay: ModuleType, monkeypatch: pytest.MonkeyPatch, sizes: List[int]
+) -> None:
+    runtime = FakeCudaRuntime()
+    runtime.install(monkeypatch)
+    sources = [torch.randint(0, 256, (size,), dtype=torch.uint8) for size in sizes]
+    moved = move_with_fake_runtime(overlay, sources)
+    for source, result in zip(sources, moved):
+        assert torch.equal(result, source)
+    assert runtime.locked == {}, "memory left page-locked after close"
+    chunk = overlay.PINNED_BOUNCE_CHUNK_BYTES
+    assert [length for _, length in runtime.ever_locked] == [chunk, chunk]
+
+
+@pytest.mark.parametrize("fail_after", [0, 1], ids=["first-chunk", "second-chunk"])
+def test_fast_path_is_skipped_when_page_locking_fails(
+    overlay: ModuleType, monkeypatch: pytest.MonkeyPatch, fail_after: int
+) -> None:
+    runtime = FakeCudaRuntime(fail_after=fail_after)
+    runtime.install(monkeypatch)
+    assert overlay._PinnedBounceMover.create(torch.device("cuda", 0)) is None
+    assert runtime.locked == {}
+
+
+def test_fast_path_is_skipped_when_turned_off(
+    overlay: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = FakeCudaRuntime()
+    runtime.install(monkeypatch)
+    monkeypatch.setenv(overlay.PINNED_BOUNCE_ENV_VAR, "0")
+    assert overlay._PinnedBounceMover.create(torch.device("cuda", 0)) is None
+    assert runtime.ever_locked == []
+
+
+@pytest.mark.parametrize("threads", [None, 0], ids=["default-threads", "no-threads"])
+def test_fast_path_faults_in_each_destination_ahead_in_order(
+    overlay: ModuleType, monkeypatch: pytest.MonkeyPatch, threads: Optional[int]
+) -> None:
+    runtime = FakeCudaRuntime()
+    runtime.install(monkeypatch)
+    faulted: List[Tuple[int, int]] = []
+    monkeypatch.setattr(overlay, "_fault_in", lambda t, address, n: faulted.append((address, n)))
+    monkeypatch.setattr(overlay._PinnedBounceMover, "fault_ahead_threads", threads)
+    sources = [torch.ones(20 * MiB + 5, dtype=torch.uint8), torch.ones(MiB, dtype=torch.uint8)]
+    moved = move_with_fake_runtime(overlay, sources)
+    if threads == 0:
+        assert faulted == []
+        return
+    step = overlay._PinnedBounceMover.fault_ahead_bytes
+    expected = []
+    for tensor in moved:
+        address, end = tensor.data_ptr(), tensor.data_ptr() + tensor.nbytes
+        while address < end:  # from the start, in steps that end on multiples of the step
+            cut = min(end, (address // step + 1) * step)
+            expected.append((address, cut - address))
+            address = cut
+    assert sorted(faulted) == sorted(expected)
+
+
+@pytest.mark.parametrize("populate_works", [True, False], ids=["madvise", "madvise-fails"])
+def test_fault_in_never_writes_the_memory(
+    overlay: ModuleType, monkeypatch: pytest.MonkeyPatch, populate_works: bool
+) -> None:
+    calls: List[Tuple[int, int, int]] = []
+
+    def fake_madvise(address: int, length: int, value: int) -> int:
+        calls.append((address, length, value))
+        return 0 if populate_works else -1
+
+    monkeypatch.setattr(overlay, "_libc_madvise", lambda: fake_madvise)
+    tensor = torch.full((3 * MiB,), 7, dtype=torch.uint8)
+    overlay._fault_in(tensor, tensor.data_ptr() + 1, 2 * MiB)
+    [(address, length, value)] = calls
+    assert value == overlay._MADV_POPULATE_WRITE and address % overlay.mmap.PAGESIZE == 0
+    assert address <= tensor.data_ptr() + 1 and address + length == tensor.data_ptr() + 1 + 2 * MiB
+    assert bool((tensor == 7).all())
+
+
+@pytest.mark.skipif(platform.system() != "Linux", reason="Linux is required")
+def test_fault_in_with_the_real_madvise_keeps_what_was_written(overlay: ModuleType) -> None:
+    tensor = torch.empty(6 * MiB, dtype=torch.uint8)
+    tensor[: 3 * MiB].fill_(9)
+    overlay._fault_in(tensor, tensor.data_ptr(), tensor.nbytes)
+    assert bool((tensor[: 3 * MiB] == 9).all())
+
+
+# --------------------------------------------------------------------------------------------
 # On a GPU: the real combined peak of host RSS + CUDA reserved while offloading
 # --------------------------------------------------------------------------------------------
 
@@ -733,6 +901,32 @@ def test_offload_keeps_every_tensor(
         assert tensor.device.type == "cpu", name
         assert tensor.dtype == want.dtype and tensor.stride() == want.stride(), name
         assert torch.equal(tensor, want), name
+        assert not tensor.is_pinned(), f"{name} was left page-locked"
     assert {name: p.requires_grad for name, p in module.named_parameters()} == requires_grad
     assert module[0].weight is module[1].weight
     torch.testing.assert_close(module(inputs), reference, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="two CUDA devices are required")
+def test_offload_takes_the_fast_path_on_every_device(
+    overlay: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    created: List[torch.device] = []
+    create = overlay._PinnedBounceMover.create
+
+    def recording_create(device: torch.device) -> Any:
+        created.append(device)
+        return create(device)
+
+    monkeypatch.setattr(overlay._PinnedBounceMover, "create", recording_create)
+    module = torch.nn.Module()
+    for index in range(4):
+        weight = torch.randn(3 * MiB + index, device=f"cuda:{index % 2}")
+        module.register_parameter(f"w{index}", torch.nn.Parameter(weight))
+    expected = {name: p.detach().cpu() for name, p in module.named_parameters()}
+    overlay.deallocate_module(module)
+    assert sorted(str(device) for device in created) == ["cuda:0", "cuda:1"]
+    for name, parameter in module.named_parameters():
+        assert parameter.device.type == "cpu" and not parameter.is_pinned(), name
+        assert torch.equal(parameter.detach(), expected[name]), name
