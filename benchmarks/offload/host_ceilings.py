@@ -18,8 +18,8 @@ Ceilings, each on 1 GiB and a fresh destination every time (median of ``--repeat
 (faulting in with every core).
 
 Variants: ``deallocate_module`` on 4 GiB models of several tensor mixes (``run.py``'s), in
-this process: the fast path as it is (``fast``), with 8 threads faulting destinations in
-ahead (``fast-8-threads``) or none (``no-fault-ahead``), the fast path off (``plain``), and,
+this process: the fast path as it is (``fast``), with ``n`` worker threads faulting the
+destinations in ahead of the copy (``fault-ahead-<n>``), the fast path off (``plain``), and,
 given ``--old-overlay``, an older overlay file (``old``, ``old-<n>MiB`` with other chunks,
 ``-4k`` without the huge-page advice, ``-memmove`` with the CPU copy made by memmove
 threads); some run again with transparent huge pages off for the process (``-thp-never``).
@@ -235,7 +235,7 @@ def measure_ceilings(repeats: int) -> Dict[str, Any]:
 # Variants of the fast path, on 4 GiB models
 # ------------------------------------------------------------------------------------------
 
-VARIANTS = ["fast", "fast-8-threads", "no-fault-ahead", "old", "plain"]
+VARIANTS = ["fast", "fault-ahead-8", "fault-ahead-16", "old", "plain"]
 MIXES = ["llm", "small", "fp32-64MiB", "one-large"]
 
 
@@ -283,7 +283,7 @@ def variant_move(variant: str, old: Optional[ModuleType]) -> Optional[Callable[[
         old.PINNED_BOUNCE_CHUNK_BYTES = (sizes[0] if sizes else 16) * MiB
         old._advise_huge_pages = (lambda t: None) if "4k" in parts else ADVISE[id(old)]
         return old.deallocate_module  # type: ignore[no-any-return]
-    threads = {"fast-8-threads": 8, "no-fault-ahead": 0}.get(variant)
+    threads = int(variant.split("-")[2]) if variant.startswith("fault-ahead-") else 0
     overlay._PinnedBounceMover.fault_ahead_threads = threads
     if variant.endswith("profiled"):
         profile_mover(overlay)
@@ -360,7 +360,7 @@ def main() -> int:
     parser.add_argument(
         "--thp-variants",
         nargs="*",
-        default=["fast", "no-fault-ahead", "plain"],
+        default=["fast", "fault-ahead-16", "plain"],
         help="variants to run again with transparent huge pages off",
     )
     parser.add_argument("--no-ceilings", action="store_true", help=argparse.SUPPRESS)

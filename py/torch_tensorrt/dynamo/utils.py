@@ -83,13 +83,13 @@ def deallocate_module(
 
     Where CUDA is available, dense contiguous tensors of 1 MiB or more take a fast path (see
     :class:`_PinnedBounceMover`): they move by DMA through two page-locked chunks of
-    :data:`PINNED_BOUNCE_CHUNK_BYTES` into host memory advised to use huge pages and faulted
-    in ahead by worker threads, instead of the driver's copy into pageable memory that
-    ``tensor.to("cpu")`` makes. Its speed and memory against ``tensor.to`` are measured in
+    :data:`PINNED_BOUNCE_CHUNK_BYTES` into host memory advised to use huge pages, instead of
+    the driver's copy into pageable memory that ``tensor.to("cpu")`` makes, one mover per CUDA
+    device. Its speed and memory against ``tensor.to`` are measured in
     ``benchmarks/results/offload*.json`` (strategy ``fork`` against ``fork-plain``). Its cost:
-    the two chunks, page-locked host memory while the move lasts, and as many worker threads
-    as ``torch.get_num_threads()``. Setting ``TORCHTRT_OFFLOAD_PINNED_BOUNCE=0`` turns it off;
-    every tensor then moves with ``tensor.to("cpu")``.
+    the two chunks of each device, page-locked host memory while the move lasts. Setting
+    ``TORCHTRT_OFFLOAD_PINNED_BOUNCE=0`` turns it off; every tensor then moves with
+    ``tensor.to("cpu")``.
 
     Args:
         module: The module to move. It is changed in place; tensors already on the CPU stay.
@@ -202,10 +202,11 @@ class _PinnedBounceMover:
     from PyTorch's pinned-memory cache, so that :meth:`close` hands them back to the OS
     entirely.
 
-    Faulting in the destination, not copying into it, is what limits that CPU copy: a chunk
-    spans few huge pages, so few threads can fault at once. A pool of worker threads
-    (:attr:`fault_ahead_threads`) therefore faults in the whole destination, in order, ahead
-    of the copy, as soon as it is allocated; pages the copy reaches first it faults in itself.
+    Worker threads can fault the destination in ahead of that copy
+    (:attr:`fault_ahead_threads`), which lets more threads fault at once than a chunk's huge
+    pages allow. It is off by default: measured, it slowed the move, the workers taking the
+    cores from the copy (``benchmarks/results/offload_ceilings.json``, variants
+    ``fault-ahead-<threads>``).
 
     The last chunk of a tensor is copied on the CPU while the next tensor's first chunk is on
     its way, so a returned tensor may still lack its last chunk until the next :meth:`move` or
@@ -213,9 +214,9 @@ class _PinnedBounceMover:
     """
 
     min_tensor_bytes = 1024 * 1024
-    # Threads that fault destinations in ahead of the copy: None for torch.get_num_threads(),
-    # 0 for none. Each task faults in this many bytes.
-    fault_ahead_threads: Optional[int] = None
+    # Threads that fault destinations in ahead of the copy (0: none, the measured best), and
+    # the bytes of each of their tasks.
+    fault_ahead_threads = 0
     fault_ahead_bytes = 8 * 1024 * 1024
 
     def __init__(self, slots: List[torch.Tensor], device: torch.device) -> None:
@@ -225,11 +226,11 @@ class _PinnedBounceMover:
         self.events = [torch.cuda.Event() for _ in slots]
         self.next_slot = 0
         self.pending: Optional[Tuple[torch.Tensor, int, int]] = None
-        threads = self.fault_ahead_threads
-        threads = torch.get_num_threads() if threads is None else threads
         self.workers: Optional[ThreadPoolExecutor] = None
-        if threads > 0 and _libc_madvise() is not None:
-            self.workers = ThreadPoolExecutor(threads, thread_name_prefix="torchtrt-offload")
+        if self.fault_ahead_threads > 0 and _libc_madvise() is not None:
+            self.workers = ThreadPoolExecutor(
+                self.fault_ahead_threads, thread_name_prefix="torchtrt-offload"
+            )
 
     @staticmethod
     def suits(tensor: torch.Tensor) -> bool:

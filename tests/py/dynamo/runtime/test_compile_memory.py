@@ -711,15 +711,16 @@ def test_fast_path_is_skipped_when_turned_off(
     assert runtime.ever_locked == []
 
 
-@pytest.mark.parametrize("threads", [None, 0], ids=["default-threads", "no-threads"])
+@pytest.mark.parametrize("threads", [4, 0], ids=["four-threads", "off-the-default"])
 def test_fast_path_faults_in_each_destination_ahead_in_order(
-    overlay: ModuleType, monkeypatch: pytest.MonkeyPatch, threads: Optional[int]
+    overlay: ModuleType, monkeypatch: pytest.MonkeyPatch, threads: int
 ) -> None:
     runtime = FakeCudaRuntime()
     runtime.install(monkeypatch)
     faulted: List[Tuple[int, int]] = []
     monkeypatch.setattr(overlay, "_fault_in", lambda t, address, n: faulted.append((address, n)))
-    monkeypatch.setattr(overlay._PinnedBounceMover, "fault_ahead_threads", threads)
+    if threads:
+        monkeypatch.setattr(overlay._PinnedBounceMover, "fault_ahead_threads", threads)
     sources = [torch.ones(20 * MiB + 5, dtype=torch.uint8), torch.ones(MiB, dtype=torch.uint8)]
     moved = move_with_fake_runtime(overlay, sources)
     if threads == 0:
