@@ -35,7 +35,9 @@ Tensor mixes (``--plan shapes`` runs the shapes of issue 10, each probed and unp
 Each case also reads the CUDA caching allocator's segments before the move
 (``torch.cuda.memory_snapshot()``): ``largest_segment_live_bytes`` is the most memory of
 tensors in one segment, which no tensor-by-tensor offload can hand back before all of them
-have moved, the floor of the overshoot where tensors share segments.
+have moved. ``overshoot_floor_bytes``, the larger of it and the largest tensor, is the
+overshoot to expect where tensors share segments; it is not a strict bound, since segments
+freed earlier also hand back their free blocks, which the start counted.
 
 Usage (on a machine with a GPU; the full run takes about 6 minutes on an H200)::
 
@@ -318,6 +320,7 @@ def run_case(size_gib: int, mix: str, strategy: str, probes: bool = True) -> Dic
 
     module = build_model(size_gib, mix)
     tensors = {t.data_ptr(): t.nbytes for t in module.state_dict().values() if t.is_cuda}
+    device_count = len({t.device for t in module.state_dict().values() if t.is_cuda})
     weight_bytes = sum(p.nbytes for p in module.parameters())
     largest = max(p.nbytes for p in module.parameters())
     for device in devices:
@@ -382,7 +385,7 @@ def run_case(size_gib: int, mix: str, strategy: str, probes: bool = True) -> Dic
         **segments,
         "overshoot_floor_bytes": floor,
         "overshoot_over_floor_MiB": (overshoot - floor) / MiB,
-        "devices": len({t.device for t in module.parameters()}),
+        "devices": device_count,
         "W_bytes": weight_bytes,
         "largest_tensor_bytes": largest,
         "tensors": sum(1 for _ in module.parameters()),
