@@ -14,6 +14,11 @@ import re
 import sys
 from pathlib import Path
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, from PyPI
+    import tomli as tomllib
+
 DOCS = Path(__file__).resolve().parent
 REPOSITORY = DOCS.parent
 OVERLAY = REPOSITORY / "py" / "torch_tensorrt" / "dynamo" / "utils.py"
@@ -23,20 +28,33 @@ sys.path.insert(0, str(REPOSITORY / "py"))
 sys.path.insert(0, str(DOCS / "_ext"))
 
 
-def _constant(path: Path, name: str) -> str:
-    """The string value of ``NAME = "..."`` in a source file, read without importing it."""
-    match = re.search(rf'^{name} = "([^"]+)"$', path.read_text(encoding="utf-8"), re.M)
-    if match is None:
-        raise RuntimeError(f'{path}: no line {name} = "..."; docsrc/conf.py reads it')
-    return match.group(1)
+def _tool_sources() -> list[Path]:
+    return sorted(PATCHED_WHEEL.rglob("*.py"))
+
+
+def _constant(name: str) -> str:
+    """The string value of ``NAME = "..."`` in the build tool's sources, read without importing."""
+    for path in _tool_sources():
+        match = re.search(rf'^{name} = "([^"]+)"$', path.read_text(encoding="utf-8"), re.M)
+        if match is not None:
+            return match.group(1)
+    raise RuntimeError(f'tools/patched_wheel: no line {name} = "..."; docsrc/conf.py reads it')
 
 
 def _supported_releases() -> list[str]:
-    source = (PATCHED_WHEEL / "base.py").read_text(encoding="utf-8")
-    match = re.search(r"^SUPPORTED_RELEASES = \(([^)]*)\)", source, re.M)
-    if match is None:
-        raise RuntimeError("tools/patched_wheel/base.py: no SUPPORTED_RELEASES = (...)")
-    return re.findall(r'"([^"]+)"', match.group(1))
+    for path in _tool_sources():
+        source = path.read_text(encoding="utf-8")
+        match = re.search(r"^SUPPORTED_RELEASES(?:: [^=]+)? = \(([^)]*)\)", source, re.M)
+        if match is not None:
+            return re.findall(r'"([^"]+)"', match.group(1))
+    raise RuntimeError("tools/patched_wheel: no SUPPORTED_RELEASES = (...); docsrc/conf.py reads it")
+
+
+def _build_requirements() -> str:
+    """The ``[build-system] requires`` of ``pyproject.toml``, as an offline build needs them."""
+    with open(REPOSITORY / "pyproject.toml", "rb") as handle:
+        requires = tomllib.load(handle)["build-system"]["requires"]
+    return " ".join(f'"{requirement}"' for requirement in requires)
 
 
 def _overlay_constant(name: str) -> int:
@@ -57,7 +75,7 @@ def _mib(size: int) -> str:
 
 SUPPORTED_RELEASES = _supported_releases()
 DEFAULT_RELEASE = SUPPORTED_RELEASES[-1]
-LOCAL_LABEL = _constant(PATCHED_WHEEL / "build.py", "LOCAL_LABEL")
+LOCAL_LABEL = _constant("LOCAL_LABEL")
 
 project = "torch_tensorrt compile-memory fork"
 author = "the fork's authors"
@@ -90,6 +108,7 @@ rst_epilog = f"""
 .. |requirement_literal| replace:: ``torch_tensorrt=={DEFAULT_RELEASE}``
 .. |patched_file_literal| replace:: ``dist/torch_tensorrt-{DEFAULT_RELEASE}+{LOCAL_LABEL}-<tags>.whl``
 .. |default_step| replace:: {_mib(_overlay_constant("DEFAULT_RELEASE_EVERY_BYTES"))}
+.. |build_requirements| replace:: {_build_requirements()}
 .. |bounce_chunk| replace:: {_mib(_overlay_constant("PINNED_BOUNCE_CHUNK_BYTES"))}
 """
 

@@ -21,7 +21,10 @@ Role ``:result:`` writes one value inline: ``:result:`offload_timing/cases/size_
 strategy=fork/GBps .1f``` is the ``GBps`` of the first case of
 ``benchmarks/results/offload_timing.json`` whose ``size_gib`` is 64 and ``strategy`` is
 ``fork``, formatted with ``.1f``. A format ``GiB:.2f`` or ``MiB:.0f`` divides by that unit
-first; ``%:.1f`` multiplies by 100.
+first; ``%:.1f`` multiplies by 100. ``:result:`<a> minus <b> MiB:.0f``` writes a difference.
+
+Directive ``.. readme-table:: offload-memory`` shows one of the README's headline tables,
+made by ``benchmarks/readme_tables.py`` from the same files, so the two never differ.
 """
 
 from __future__ import annotations
@@ -40,13 +43,16 @@ from docutils.utils import unescape
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from readme_tables import TABLES, ResultsError, portable_command  # noqa: E402
+
 GiB = 1024**3
 MiB = 1024**2
 RESULTS = "benchmarks/results"
 
 PLATFORM_NAMES = {
     "manylinux_2_28_x86_64": "Linux x86_64",
-    "manylinux_2_28_aarch64": "Linux aarch64 (Jetson, DGX Spark, GH200)",
+    "manylinux_2_28_aarch64": "Linux aarch64 (SBSA, CUDA 13)",
     "win_amd64": "Windows x86_64",
 }
 
@@ -298,12 +304,19 @@ class BuildSpeedTable(_ResultDirective):
 
 
 class ResultSource(_ResultDirective):
-    """The command that wrote a result file, and the machine it ran on."""
+    """The command that writes a result file, and the machine it ran on.
+
+    The command is the one the file records, made portable (:func:`readme_tables.portable_command`:
+    no interpreter or output path of the machine it ran on), or, for a file that records
+    none, the directive's ``:command:``.
+    """
 
     option_spec = {"command": directives.unchanged}
 
     def render(self, path: Path, document: Any) -> List[nodes.Node]:
-        command = document.get("command") or self.options.get("command")
+        recorded = document.get("command")
+        command = portable_command(recorded, self.arguments[0]) if recorded else None
+        command = command or self.options.get("command")
         if not command:
             raise ResultError("the file has no 'command' and the directive gives no :command:")
         machine = document.get("machine", {})
@@ -315,15 +328,44 @@ class ResultSource(_ResultDirective):
         intro = nodes.paragraph()
         intro += nodes.Text("From ")
         intro += nodes.literal(text=self.arguments[0])
-        origin = (
-            "written by" if document.get("command") else "written by (the file names no command)"
+        intro += nodes.Text(", which this command writes (run from the repository root):")
+        block = nodes.literal_block(
+            text=command.strip(), language="console", classes=["result-command"]
         )
-        intro += nodes.Text(f", {origin}:")
-        block = nodes.literal_block(text=command.strip(), language="console")
         nodes_out: List[nodes.Node] = [intro, block]
         if described:
             nodes_out.append(nodes.paragraph(text=f"Machine: {described}."))
         return nodes_out
+
+
+class ReadmeTable(SphinxDirective):
+    """One of the README's headline tables (``benchmarks/readme_tables.py``), with its notes."""
+
+    required_arguments = 1
+
+    def run(self) -> List[nodes.Node]:
+        name = self.arguments[0]
+        results = _repository(Path(self.env.srcdir)) / RESULTS
+        if name not in TABLES:
+            message = f"readme-table: no table {name!r}; choose one of {sorted(TABLES)}"
+            return [self.state_machine.reporter.error(message, line=self.lineno)]
+        for path in results.glob("*.json"):
+            self.env.note_dependency(str(path))
+        try:
+            table = TABLES[name](results)
+        except (ResultsError, KeyError, TypeError, ValueError) as error:
+            message = f"readme-table: {name}: {error!r}"
+            return [self.state_machine.reporter.error(message, line=self.lineno)]
+        rows = [[_markdown_literals(cell) for cell in row] for row in table.rows]
+        header = [_markdown_literals(cell) for cell in table.header]
+        out: List[nodes.Node] = [_table(header, rows, numeric_from=1)]
+        out.extend(_paragraph(_markdown_literals(note)) for note in table.notes)
+        return out
+
+
+def _markdown_literals(text: str) -> str:
+    """Markdown's `code` as this module's ``code``."""
+    return text.replace("`", "``")
 
 
 def _command_parser(srcdir: Path, command: str) -> argparse.ArgumentParser:
@@ -416,6 +458,14 @@ def _format(value: Any, spec: str) -> str:
     return format(value, spec)
 
 
+def _value(srcdir: Path, reference: str, env: Any) -> Any:
+    """The value ``<file stem>/<selector>`` points at in ``benchmarks/results``."""
+    stem, _, selector = reference.partition("/")
+    path = _repository(srcdir) / RESULTS / f"{stem}.json"
+    env.note_dependency(str(path))
+    return _select(_read_json(path), selector)
+
+
 def result_role(
     name: str,
     rawtext: str,
@@ -425,15 +475,23 @@ def result_role(
     options: Optional[Dict[str, Any]] = None,
     content: Sequence[str] = (),
 ) -> Tuple[List[nodes.Node], List[nodes.system_message]]:
-    """``:result:`<file stem>/<selector> [format]```: one value of a result file, inline."""
+    """``:result:`<file stem>/<selector> [format]```: one value of a result file, inline.
+
+    ``:result:`<a> minus <b> [format]``` writes the difference of two values, for a figure
+    that the results hold only as two measurements (the fast path's host memory: ``fork``'s
+    overshoot minus ``fork-plain``'s).
+    """
     env = inliner.document.settings.env
-    path_and_selector, _, spec = unescape(text).strip().partition(" ")
-    stem, _, selector = path_and_selector.partition("/")
-    path = _repository(Path(env.srcdir)) / RESULTS / f"{stem}.json"
-    env.note_dependency(str(path))
+    srcdir = Path(env.srcdir)
+    words = unescape(text).split()
     try:
-        value = _select(_read_json(path), selector)
-        shown = _format(value, spec.strip()) if spec.strip() else str(value)
+        if len(words) >= 3 and words[1] == "minus":
+            value = _value(srcdir, words[0], env) - _value(srcdir, words[2], env)
+            spec = " ".join(words[3:])
+        else:
+            value = _value(srcdir, words[0], env)
+            spec = " ".join(words[1:])
+        shown = _format(value, spec) if spec else str(value)
     except (ResultError, KeyError, IndexError, TypeError, ValueError) as error:
         message = inliner.reporter.error(f":result:`{text}`: {error}", line=lineno)
         problem = inliner.problematic(rawtext, rawtext, message)
@@ -448,6 +506,7 @@ def setup(app: Sphinx) -> Dict[str, Any]:
     app.add_directive("host-heap-table", HostHeapTable)
     app.add_directive("build-speed-table", BuildSpeedTable)
     app.add_directive("result-source", ResultSource)
+    app.add_directive("readme-table", ReadmeTable)
     app.add_directive("cli-usage", CliUsage)
     app.add_directive("cli-options", CliOptions)
     app.add_role("result", result_role)
