@@ -114,15 +114,16 @@ def source_note(path: Path, document: Dict[str, Any]) -> str:
     return f"From `{relative}`, written by `{portable_command(command, relative)}`."
 
 
-def _model(case: Dict[str, Any]) -> str:
+def model_name(case: Dict[str, Any]) -> str:
+    """How a table names the model of an offload case: ``24 GiB llm``."""
     return f"{case['size_gib']} GiB {case['mix']}"
 
 
 def _groups(cases: Sequence[Dict[str, Any]]) -> List[str]:
     groups: List[str] = []
     for case in cases:
-        if _model(case) not in groups:
-            groups.append(_model(case))
+        if model_name(case) not in groups:
+            groups.append(model_name(case))
     return groups
 
 
@@ -134,7 +135,7 @@ def _strategy_table(
     for group in _groups(cases):
         row = [group]
         for strategy, _ in STRATEGY_COLUMNS:
-            found = [c for c in cases if _model(c) == group and c["strategy"] == strategy]
+            found = [c for c in cases if model_name(c) == group and c["strategy"] == strategy]
             row.append(cell(found) if found else "not run")
         rows.append(row)
     return rows

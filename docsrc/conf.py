@@ -11,8 +11,10 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
+import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -179,3 +181,18 @@ html_sidebars = {
     page: []
     for page in ("index", "api", "benchmarks", "getting_started/*", "debugging/*", "tutorials/**")
 }
+
+
+def _drop_stale_plots(app: Any) -> None:
+    """Redraw every plot on every build.
+
+    matplotlib's plot directive reuses a drawn figure while the page that holds it is
+    unchanged, but the figures depend on ``benchmarks/results/*.json`` and
+    ``benchmarks/plots.py``, which it does not watch: a rebuild after new results would show
+    the old plots. Its cache folder sits beside the doctrees.
+    """
+    shutil.rmtree(Path(app.doctreedir).parent / "plot_directive", ignore_errors=True)
+
+
+def setup(app: Any) -> None:
+    app.connect("builder-inited", _drop_stale_plots)

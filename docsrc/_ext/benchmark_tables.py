@@ -10,8 +10,8 @@ Directives:
   release and platform, as the ``matrix`` command of the patched-wheel build wrote them;
 * ``.. offload-table:: benchmarks/results/offload.json``: one row per case of an offload run
   (memory columns for a probed run, speed columns for an unprobed one);
-* ``.. fast-path-table::``, ``.. host-heap-table::``, ``.. build-speed-table::``: the other
-  result files;
+* ``.. fast-path-table::``, ``.. host-heap-table::``: the other result files;
+* ``.. offload-step-table::``: every release step of the fork the offload runs measured;
 * ``.. result-source:: <path>``: the command that wrote a result file and the machine it ran on;
 * ``.. cli-usage:: build`` and ``.. cli-options:: build``: the usage line and the options of a
   command of ``python tools/patched_wheel``, from its argument parser, so that the reference
@@ -44,7 +44,13 @@ from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from readme_tables import TABLES, ResultsError, portable_command  # noqa: E402
+from readme_tables import (  # noqa: E402
+    TABLES,
+    ResultsError,
+    model_name as _model,
+    offload_files,
+    portable_command,
+)
 
 GiB = 1024**3
 MiB = 1024**2
@@ -245,18 +251,18 @@ def _seconds(value: Optional[float]) -> str:
 
 
 class HostHeapTable(_ResultDirective):
-    """Medians per case and burst size of the host-heap benchmark."""
+    """Medians per case and burst size of the host-heap benchmark, burst 1 and 2 apart."""
 
     def render(self, path: Path, document: Any) -> List[nodes.Node]:
         header = [
             "case",
             "burst (GiB)",
-            "kept after free (GiB)",
-            "kept at the end (GiB)",
-            "kept / burst",
-            "trim (s)",
-            "burst (s)",
-            "2nd burst (s)",
+            "kept after burst 1 (GiB)",
+            "kept after burst 2 (GiB)",
+            "kept / burst, burst 2",
+            "trim after burst 1 / 2 (s)",
+            "burst 1 (s)",
+            "burst 2 (s)",
         ]
         rows = []
         for entry in document["summary"]:
@@ -265,10 +271,10 @@ class HostHeapTable(_ResultDirective):
                 [
                     f"``{entry['case']}``",
                     f"{entry['burst_bytes'] / GiB:.2f}",
-                    f"{median['kept_after_free'] / GiB:.2f}",
+                    f"{median['first_kept_after_trim'] / GiB:.3f}",
                     f"{median['kept_after_trim'] / GiB:.3f}",
                     f"{100 * entry['kept_fraction']:.2f}%",
-                    _seconds(median["trim_s"]),
+                    f"{_seconds(median['first_trim_s'])} / {_seconds(median['trim_s'])}",
                     _seconds(median["burst_s"]),
                     _seconds(median["warm_burst_s"]),
                 ]
@@ -276,31 +282,31 @@ class HostHeapTable(_ResultDirective):
         return [_table(header, rows, numeric_from=1)]
 
 
-class BuildSpeedTable(_ResultDirective):
-    """Times of the patched-wheel build."""
+class OffloadStepTable(SphinxDirective):
+    """Every release step of the fork in the offload results: overshoot, and GB/s unprobed."""
 
-    def render(self, path: Path, document: Any) -> List[nodes.Node]:
-        figures = document["figures"]
-        one = figures["one_wheel"]
-        matrix = figures["matrix"]
-        rows = [
-            [
-                f"one patched wheel from a downloaded base ({one['base_mib']} MiB), "
-                f"median of {len(one['runs_s'])}",
-                f"{one['median_s']:.2f}",
-            ],
-            ["download of that base with pip", f"{figures['download']['seconds']:.2f}"],
-            [
-                f"``{figures['pip_wheel']['command']}``, end to end",
-                _seconds(figures["pip_wheel"]["seconds"]),
-            ],
-            [
-                f"all {matrix['wheels']} wheels of the supported matrix "
-                f"({matrix['failed']} failed), bases cached",
-                f"{matrix['total_s']:.1f}",
-            ],
-        ]
-        return [_table(["what", "seconds"], rows, numeric_from=1)]
+    def run(self) -> List[nodes.Node]:
+        results = _repository(Path(self.env.srcdir)) / RESULTS
+        cases: List[Dict[str, Any]] = []
+        for path in offload_files(results):
+            self.env.note_dependency(str(path))
+            cases.extend(_read_json(path)["cases"])
+        steps = [c for c in cases if c["strategy"] == "fork" or c["strategy"].startswith("fork-step-")]
+        rows = []
+        for model, strategy in dict.fromkeys((_model(c), c["strategy"]) for c in steps):
+            same = [c for c in steps if _model(c) == model and c["strategy"] == strategy]
+            probed = [c for c in same if c.get("probes", True)]
+            speeds = [f"{c['GBps']:.2f}" for c in same if not c.get("probes", True)]
+            rows.append(
+                [
+                    model,
+                    f"``{strategy}``",
+                    f"{probed[0]['overshoot_over_largest_MiB']:.0f}" if probed else "not run",
+                    ", ".join(speeds) or "not run",
+                ]
+            )
+        header = ["model", "strategy", "overshoot - largest (MiB)", "GB/s (unprobed)"]
+        return [_table(header, rows, numeric_from=2)]
 
 
 class ResultSource(_ResultDirective):
@@ -504,7 +510,7 @@ def setup(app: Sphinx) -> Dict[str, Any]:
     app.add_directive("offload-table", OffloadTable)
     app.add_directive("fast-path-table", FastPathTable)
     app.add_directive("host-heap-table", HostHeapTable)
-    app.add_directive("build-speed-table", BuildSpeedTable)
+    app.add_directive("offload-step-table", OffloadStepTable)
     app.add_directive("result-source", ResultSource)
     app.add_directive("readme-table", ReadmeTable)
     app.add_directive("cli-usage", CliUsage)
