@@ -128,7 +128,7 @@ def _bar_figure(
 ) -> FigureBase:
     """Horizontal bars from the top down, each with its text beside it; one legend entry per
     ``(name, colour)``."""
-    figure, axes = _figure_and_axes(ax, (7.5, 1.2 + 0.3 * len(bars)))
+    figure, axes = _figure_and_axes(ax, (6.4, 1.2 + 0.3 * len(bars)))
     positions = list(range(len(bars)))[::-1]
     drawn = axes.barh(
         positions, [bar.value for bar in bars], color=[bar.colour for bar in bars], height=0.7

@@ -107,7 +107,7 @@ def portable_command(command: str, out_file: Optional[str] = None) -> str:
 
 def source_note(path: Path, document: Dict[str, Any]) -> str:
     """``From `benchmarks/results/x.json`, written by `<command>`.`` for the note of a table."""
-    relative = path.resolve().relative_to(REPOSITORY).as_posix()
+    relative = f"benchmarks/results/{path.name}"  # its place in the repository
     command = document.get("command")
     if not command:
         return f"From `{relative}`."

@@ -134,6 +134,7 @@ nitpick_ignore = [
     ("py:class", "torch.nn.Module"),
     ("py:class", "torch.nn.modules.module.Module"),
     ("py:class", "torch.Tensor"),
+    ("py:class", "torch.device"),
     ("py:class", "Callable"),
     ("py:class", "Optional"),
     ("py:class", "int"),
@@ -194,5 +195,17 @@ def _drop_stale_plots(app: Any) -> None:
     shutil.rmtree(Path(app.doctreedir).parent / "plot_directive", ignore_errors=True)
 
 
+def _only_private_members(
+    app: Any, what: str, name: str, obj: Any, skip: bool, options: Any
+) -> bool | None:
+    """In the API page's list of internal helpers (the one ``automodule`` with
+    ``:private-members:``), leave out the module's public names: they have sections of their
+    own. Members of a private class stay."""
+    if what == "module" and options.get("private-members") and not name.startswith("_"):
+        return True
+    return None
+
+
 def setup(app: Any) -> None:
     app.connect("builder-inited", _drop_stale_plots)
+    app.connect("autodoc-skip-member", _only_private_members)
