@@ -144,7 +144,7 @@ def _bar_figure(
         smallest = min((bar.value for bar in bars if bar.value > 0), default=largest)
         axes.set_xlim(smallest / 3, largest * 30)
     else:
-        axes.set_xlim(0, largest * 1.3)
+        axes.set_xlim(0, largest * 1.5)
     axes.set_title(title, fontsize=FONT_SIZE + 0.5)
     if legend:
         from matplotlib.patches import Patch

@@ -206,6 +206,15 @@ def _only_private_members(
     return None
 
 
+def _no_second_module_docstring(
+    app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]
+) -> None:
+    """The list of internal helpers leaves out the module's docstring, shown at the top."""
+    if what == "module" and options.get("private-members"):
+        lines.clear()
+
+
 def setup(app: Any) -> None:
     app.connect("builder-inited", _drop_stale_plots)
     app.connect("autodoc-skip-member", _only_private_members)
+    app.connect("autodoc-process-docstring", _no_second_module_docstring)

@@ -192,22 +192,18 @@ class OffloadTable(_ResultDirective):
             cases = [case for case in cases if case["size_gib"] in sizes]
         if _probed(document):
             header = [
-                "model",
-                "strategy",
+                "model, strategy",
                 "largest tensor (MiB)",
-                "overshoot (GiB)",
-                "overshoot / W",
+                "overshoot, GiB (W)",
                 "overshoot - largest (MiB)",
                 "host after - W (MiB)",
                 "seconds (probed)",
             ]
             rows = [
                 [
-                    f"{case['size_gib']} GiB {case['mix']}",
-                    f"``{case['strategy']}``",
+                    f"{_model(case)} ``{case['strategy']}``",
                     f"{case['largest_tensor_bytes'] / MiB:.0f}",
-                    f"{case['overshoot_bytes'] / GiB:.2f}",
-                    f"{case['overshoot_W']:.3f}",
+                    f"{case['overshoot_bytes'] / GiB:.2f} ({case['overshoot_W']:.3f})",
                     f"{case['overshoot_over_largest_MiB']:.0f}",
                     f"{case['host_after_minus_W_MiB']:.0f}",
                     f"{case['seconds']:.1f}",
@@ -215,11 +211,10 @@ class OffloadTable(_ResultDirective):
                 for case in cases
             ]
         else:
-            header = ["model", "strategy", "W (GiB)", "tensors", "seconds", "GB/s"]
+            header = ["model, strategy", "W (GiB)", "tensors", "seconds", "GB/s"]
             rows = [
                 [
-                    f"{case['size_gib']} GiB {case['mix']}",
-                    f"``{case['strategy']}``",
+                    f"{_model(case)} ``{case['strategy']}``",
                     f"{case['W_bytes'] / GiB:.1f}",
                     f"{case['tensors']}",
                     f"{case['seconds']:.2f}",
@@ -227,7 +222,7 @@ class OffloadTable(_ResultDirective):
                 ]
                 for case in cases
             ]
-        return [_table(header, rows, numeric_from=2)]
+        return [_table(header, rows, numeric_from=1)]
 
 
 class FastPathTable(_ResultDirective):
@@ -251,32 +246,27 @@ def _seconds(value: Optional[float]) -> str:
 
 
 class HostHeapTable(_ResultDirective):
-    """Medians per case and burst size of the host-heap benchmark, burst 1 and 2 apart."""
+    """Medians per case and burst size of the host-heap benchmark, bursts 1 and 2 apart."""
 
     def render(self, path: Path, document: Any) -> List[nodes.Node]:
         header = [
-            "case",
-            "burst (GiB)",
-            "kept after burst 1 (GiB)",
-            "kept after burst 2 (GiB)",
+            "case, burst",
+            "kept after burst 1 / 2 (GiB)",
             "kept / burst, burst 2",
             "trim after burst 1 / 2 (s)",
-            "burst 1 (s)",
-            "burst 2 (s)",
+            "time of burst 1 / 2 (s)",
         ]
         rows = []
         for entry in document["summary"]:
             median = entry["median"]
             rows.append(
                 [
-                    f"``{entry['case']}``",
-                    f"{entry['burst_bytes'] / GiB:.2f}",
-                    f"{median['first_kept_after_trim'] / GiB:.3f}",
+                    f"``{entry['case']}`` {entry['burst_bytes'] / GiB:.2f} GiB",
+                    f"{median['first_kept_after_trim'] / GiB:.3f} / "
                     f"{median['kept_after_trim'] / GiB:.3f}",
                     f"{100 * entry['kept_fraction']:.2f}%",
                     f"{_seconds(median['first_trim_s'])} / {_seconds(median['trim_s'])}",
-                    _seconds(median["burst_s"]),
-                    _seconds(median["warm_burst_s"]),
+                    f"{_seconds(median['burst_s'])} / {_seconds(median['warm_burst_s'])}",
                 ]
             )
         return [_table(header, rows, numeric_from=1)]
