@@ -381,6 +381,37 @@ def _command_parser(srcdir: Path, command: str) -> argparse.ArgumentParser:
     raise ResultError(f"python tools/patched_wheel has no command {command!r}")
 
 
+USAGE_WIDTH = 60
+
+
+def _usage_groups(usage: str) -> List[str]:
+    """The words of a usage line, each ``[...]`` or ``{...}`` group kept as one word."""
+    groups: List[str] = []
+    depth = 0
+    for word in usage.split():
+        if depth:
+            groups[-1] += " " + word
+        else:
+            groups.append(word)
+        depth += word.count("[") + word.count("{") - word.count("]") - word.count("}")
+    return groups
+
+
+def wrap_usage(usage: str, width: int = USAGE_WIDTH) -> str:
+    """A usage line wrapped between its option groups, continuation lines indented by four.
+
+    argparse aligns continuation lines under the first option, after the long program name,
+    which pushes them past the edge of a page; this wraps narrower and never inside a group.
+    """
+    lines: List[str] = []
+    for group in _usage_groups(usage):
+        if lines and len(lines[-1]) + 1 + len(group) <= width:
+            lines[-1] += " " + group
+        else:
+            lines.append(("    " if lines else "") + group)
+    return "\n".join(lines)
+
+
 class CliUsage(SphinxDirective):
     """The usage line of one command of the build tool, as its ``--help`` prints it."""
 
@@ -390,7 +421,7 @@ class CliUsage(SphinxDirective):
         parser = _command_parser(Path(self.env.srcdir), self.arguments[0])
         usage = parser.format_usage().strip()
         usage = usage[len("usage: ") :] if usage.startswith("usage: ") else usage
-        return [nodes.literal_block(text=usage, language="none")]
+        return [nodes.literal_block(text=wrap_usage(usage), language="none", classes=["cli-usage"])]
 
 
 class CliOptions(SphinxDirective):

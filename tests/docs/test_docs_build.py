@@ -218,3 +218,21 @@ def test_api_says_what_private_helpers_are(built_html: Path) -> None:
     assert 'id="internal-helpers"' in page, "api.html has no section for the private helpers"
     section = page[page.index('id="internal-helpers"') :]
     assert "torch_tensorrt.dynamo.utils._glibc_malloc_trim" in section
+
+
+def test_usage_lines_fit_the_page(built_html: Path) -> None:
+    """Each command's usage wraps between option groups, within 60 characters a line."""
+    import html as html_module
+
+    for page in sorted((built_html / "reference").glob("patched_wheel_*.html")):
+        text = page.read_text(encoding="utf-8")
+        block = re.search(r'<div class="cli-usage[^>]*>.*?</pre>', text, re.S)
+        assert block is not None, f"{page.name} shows no usage"
+        usage = html_module.unescape(re.sub(r"<[^>]+>", "", block.group(0))).strip()
+        long_lines = [line for line in usage.splitlines() if len(line) > 60]
+        assert not long_lines, f"{page.name}: usage lines run off the page: {long_lines}"
+        for line in usage.splitlines():
+            opened = line.count("[") + line.count("{")
+            assert opened == line.count("]") + line.count("}"), (
+                f"{page.name}: a usage line is broken inside an option group: {line!r}"
+            )
