@@ -231,7 +231,9 @@ def host_heap(results: Path = RESULTS) -> Table:
         "time of burst 2",
     ]
     burst_bytes = next(iter(entries.values()))["burst_bytes"]
-    return Table(header, rows, [_host_heap_intro(burst_bytes, document), source_note(path, document)])
+    return Table(
+        header, rows, [_host_heap_intro(burst_bytes, document), source_note(path, document)]
+    )
 
 
 def _host_heap_intro(burst_bytes: int, document: Dict[str, Any]) -> str:
@@ -262,7 +264,10 @@ def build_speed(results: Path = RESULTS) -> Table:
             f"one patched wheel from a downloaded base (median of {len(one['runs_s'])})",
             f"{one['median_s']:.2f} s",
         ],
-        ["`pip wheel . --no-deps -w dist`, download included", _seconds(figures["pip_wheel"]["seconds"])],
+        [
+            "`pip wheel . --no-deps -w dist`, download included",
+            _seconds(figures["pip_wheel"]["seconds"]),
+        ],
         [
             f"all {matrix['wheels']} wheels of the supported matrix, bases cached "
             f"({matrix['failed']} failed)",
@@ -313,7 +318,9 @@ def replace_block(text: str, name: str, block: str) -> str:
     start, end = markers(name)
     begin, finish = text.find(start), text.find(end)
     if begin < 0 or finish < begin:
-        raise ResultsError(f"README.md has no {start} ... {end} block; add one where the table goes")
+        raise ResultsError(
+            f"README.md has no {start} ... {end} block; add one where the table goes"
+        )
     return text[: begin + len(start)] + "\n" + block + text[finish:]
 
 
@@ -324,15 +331,14 @@ def render_readme(text: str, results: Path = RESULTS) -> str:
     return text
 
 
+def _block(text: str, name: str) -> str:
+    start, end = markers(name)
+    return text[text.find(start) : text.find(end)]
+
+
 def drifted(current: str, expected: str) -> List[str]:
     """The names of the tables whose block differs between two README texts."""
-    names = []
-    for name in TABLES:
-        start, end = markers(name)
-        pick = lambda text: text[text.find(start) : text.find(end)]  # noqa: E731
-        if pick(current) != pick(expected):
-            names.append(name)
-    return names
+    return [name for name in TABLES if _block(current, name) != _block(expected, name)]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -49,7 +49,9 @@ def _supported_releases() -> list[str]:
         match = re.search(r"^SUPPORTED_RELEASES(?:: [^=]+)? = \(([^)]*)\)", source, re.M)
         if match is not None:
             return re.findall(r'"([^"]+)"', match.group(1))
-    raise RuntimeError("tools/patched_wheel: no SUPPORTED_RELEASES = (...); docsrc/conf.py reads it")
+    raise RuntimeError(
+        "tools/patched_wheel: no SUPPORTED_RELEASES = (...); docsrc/conf.py reads it"
+    )
 
 
 def _build_requirements() -> str:

@@ -44,13 +44,12 @@ from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from readme_tables import (  # noqa: E402
+from readme_tables import (
     TABLES,
     ResultsError,
-    model_name as _model,
-    offload_files,
-    portable_command,
 )
+from readme_tables import model_name as _model  # noqa: E402
+from readme_tables import offload_files, portable_command
 
 GiB = 1024**3
 MiB = 1024**2
@@ -281,7 +280,9 @@ class OffloadStepTable(SphinxDirective):
         for path in offload_files(results):
             self.env.note_dependency(str(path))
             cases.extend(_read_json(path)["cases"])
-        steps = [c for c in cases if c["strategy"] == "fork" or c["strategy"].startswith("fork-step-")]
+        steps = [
+            c for c in cases if c["strategy"] == "fork" or c["strategy"].startswith("fork-step-")
+        ]
         rows = []
         for model, strategy in dict.fromkeys((_model(c), c["strategy"]) for c in steps):
             same = [c for c in steps if _model(c) == model and c["strategy"] == strategy]

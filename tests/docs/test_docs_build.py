@@ -163,7 +163,9 @@ def test_supported_matrix_is_rendered_from_its_json(built_html: Path) -> None:
 
 
 # What a page must not show: paths of the machine that built the docs or ran a benchmark.
-MACHINE_LOCAL = re.compile(r"/root/|/home/[a-z]|/Users/|/tmp/|/var/folders/|venv/bin/|[A-Za-z]:\\Users")
+MACHINE_LOCAL = re.compile(
+    r"/root/|/home/[a-z]|/Users/|/tmp/|/var/folders/|venv/bin/|[A-Za-z]:\\Users"
+)
 
 
 def test_no_machine_local_paths(built_html: Path) -> None:
@@ -208,9 +210,9 @@ def test_docs_show_the_readme_tables(built_html: Path) -> None:
         html = (built_html / page).read_text(encoding="utf-8")
         for row in tables.TABLES[name]().rows:
             cell = row[-1].replace("`", "")
-            assert f"<p>{cell}</p>" in html.replace("<code class=\"docutils literal notranslate\"><span class=\"pre\">", "").replace("</span></code>", ""), (
-                f"{page} lacks {cell!r} of table {name}"
-            )
+            assert f"<p>{cell}</p>" in html.replace(
+                '<code class="docutils literal notranslate"><span class="pre">', ""
+            ).replace("</span></code>", ""), f"{page} lacks {cell!r} of table {name}"
 
 
 def test_api_says_what_private_helpers_are(built_html: Path) -> None:
@@ -233,6 +235,6 @@ def test_usage_lines_fit_the_page(built_html: Path) -> None:
         assert not long_lines, f"{page.name}: usage lines run off the page: {long_lines}"
         for line in usage.splitlines():
             opened = line.count("[") + line.count("{")
-            assert opened == line.count("]") + line.count("}"), (
-                f"{page.name}: a usage line is broken inside an option group: {line!r}"
-            )
+            assert opened == line.count("]") + line.count(
+                "}"
+            ), f"{page.name}: a usage line is broken inside an option group: {line!r}"

@@ -48,7 +48,9 @@ def _outside_tables(text: str) -> str:
     for name in tables.TABLES:
         start, end = tables.markers(name)
         text = text[: text.find(start)] + text[text.find(end) + len(end) :]
-    text = re.sub(r"<!-- supported-matrix:start -->.*<!-- supported-matrix:end -->", "", text, flags=re.S)
+    text = re.sub(
+        r"<!-- supported-matrix:start -->.*<!-- supported-matrix:end -->", "", text, flags=re.S
+    )
     text = re.sub(r"```.*?```", "", text, flags=re.S)
     return "\n".join(line for line in text.splitlines() if not line.startswith("    "))
 
@@ -56,9 +58,9 @@ def _outside_tables(text: str) -> str:
 def test_readme_tables_match_the_results() -> None:
     current = README.read_text(encoding="utf-8")
     expected = tables.render_readme(current)
-    assert tables.drifted(current, expected) == [], (
-        "README.md's tables differ from benchmarks/results; run python benchmarks/readme_tables.py"
-    )
+    assert (
+        tables.drifted(current, expected) == []
+    ), "README.md's tables differ from benchmarks/results; run python benchmarks/readme_tables.py"
     assert current == expected
 
 
