@@ -186,7 +186,7 @@ def offload_speed(results: Path = RESULTS) -> Table:
     header = ["model"] + [title for _, title in STRATEGY_COLUMNS]
     intro = (
         "Model size W / seconds of the move, runs without memory probes; where a case ran "
-        "more than once, each run is shown."
+        "more than once, each run is shown, in the order of the files below."
     )
     return Table(header, _strategy_table(cases, cell), [intro] + notes)
 
