@@ -382,7 +382,7 @@ def _command_parser(srcdir: Path, command: str) -> argparse.ArgumentParser:
     raise ResultError(f"python tools/patched_wheel has no command {command!r}")
 
 
-USAGE_WIDTH = 60
+USAGE_WIDTH = 48
 
 
 def _usage_groups(usage: str) -> List[str]:
