@@ -243,7 +243,8 @@ def _offload_bars(
 
 
 def plot_offload_overshoot(
-    json_path: Union[str, Path], ax: Optional[Union[Axes, Figure]] = None
+    json_paths: Union[str, Path, Sequence[Union[str, Path]]],
+    ax: Optional[Union[Axes, Figure]] = None,
 ) -> FigureBase:
     """Draw the offload's overshoot (host + GPU above the start) per model and strategy.
 
@@ -252,14 +253,22 @@ def plot_offload_overshoot(
     overshoot of a probed run means anything; unprobed cases are skipped.
 
     Args:
-        json_path: A file written by ``benchmarks/offload/run.py`` with its probes on.
+        json_paths: A file, or files, written by ``benchmarks/offload/run.py`` with its
+            probes on; unprobed files among them add nothing.
         ax: Axes, or a figure to add one to; a new pyplot figure if omitted.
 
     Returns:
         The figure (or subfigure) drawn into.
     """
-    document = _load(json_path, "offload")
-    cases = [case for case in document["cases"] if case.get("probes", True)]
+    paths = [json_paths] if isinstance(json_paths, (str, Path)) else list(json_paths)
+    cases: List[Dict[str, Any]] = []
+    document: Dict[str, Any] = {}
+    for json_path in paths:
+        loaded = _load(json_path, "offload")
+        probed = [case for case in loaded["cases"] if case.get("probes", True)]
+        if probed:
+            cases.extend(probed)
+            document = loaded
     bars = _offload_bars(
         cases, lambda case: case["overshoot_W"], "{overshoot_GiB:.2f} GiB ({overshoot_W:.3f} W)"
     )

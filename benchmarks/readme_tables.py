@@ -144,25 +144,42 @@ def _strategy_table(
 # -- the tables --------------------------------------------------------------------------------
 
 
+def _offload_cases(
+    results: Path, probed: bool
+) -> Tuple[List[Dict[str, Any]], List[str], Dict[str, Any]]:
+    """The probed (or unprobed) cases of every offload file, the files' source notes, and the
+    machine of the last file that had any."""
+    cases: List[Dict[str, Any]] = []
+    notes: List[str] = []
+    machine: Dict[str, Any] = {}
+    for path in offload_files(results):
+        document = read_result(path)
+        found = [case for case in document["cases"] if case.get("probes", True) == probed]
+        if found:
+            cases.extend(found)
+            notes.append(source_note(path, document))
+            machine = document.get("machine", machine)
+    return cases, notes, machine
+
+
 def offload_memory(results: Path = RESULTS) -> Table:
-    """Host + GPU overshoot of the offload, per model and strategy, from ``offload.json``."""
-    path = results / "offload.json"
-    document = read_result(path)
-    cases = [case for case in document["cases"] if case.get("probes", True)]
+    """Host + GPU overshoot of the offload, per model and strategy, from every probed
+    ``offload*.json`` run; a case measured in more than one file shows each run."""
+    cases, sources, machine = _offload_cases(results, probed=True)
 
     def cell(found: List[Dict[str, Any]]) -> str:
-        case = found[0]
-        return f"{case['overshoot_bytes'] / GiB:.2f} GiB ({case['overshoot_W']:.3f} W)"
+        return "; ".join(
+            f"{case['overshoot_bytes'] / GiB:.2f} GiB ({case['overshoot_W']:.3f} W)"
+            for case in found
+        )
 
     header = ["model"] + [title for _, title in STRATEGY_COLUMNS]
-    machine = document.get("machine", {})
     notes = [
         "Host anonymous RSS + GPU memory in use at its peak during the move, above its value "
         f"before the move (W: the model's size); {machine.get('gpu', '?')}, "
-        f"torch {machine.get('torch', '?')}.",
-        source_note(path, document),
+        f"torch {machine.get('torch', '?')}."
     ]
-    return Table(header, _strategy_table(cases, cell), notes)
+    return Table(header, _strategy_table(cases, cell), notes + sources)
 
 
 def offload_speed(results: Path = RESULTS) -> Table:
@@ -171,14 +188,7 @@ def offload_speed(results: Path = RESULTS) -> Table:
     A case measured in several files shows every run, in file-name order, so that the spread
     between runs stays visible instead of one run standing for all.
     """
-    cases: List[Dict[str, Any]] = []
-    notes = []
-    for path in offload_files(results):
-        document = read_result(path)
-        unprobed = [case for case in document["cases"] if not case.get("probes", True)]
-        if unprobed:
-            cases.extend(unprobed)
-            notes.append(source_note(path, document))
+    cases, sources, _ = _offload_cases(results, probed=False)
 
     def cell(found: List[Dict[str, Any]]) -> str:
         return ", ".join(f"{case['GBps']:.2f}" for case in found) + " GB/s"
@@ -188,7 +198,7 @@ def offload_speed(results: Path = RESULTS) -> Table:
         "Model size W / seconds of the move, runs without memory probes; where a case ran "
         "more than once, each run is shown, in the order of the files below."
     )
-    return Table(header, _strategy_table(cases, cell), [intro] + notes)
+    return Table(header, _strategy_table(cases, cell), [intro] + sources)
 
 
 def _kept(median: Dict[str, Any], key: str, burst_bytes: int) -> str:

@@ -151,6 +151,7 @@ plot_pre_code = (
     "import sys\n"
     f"sys.path.insert(0, {str(REPOSITORY / 'benchmarks')!r})\n"
     "import plots\n"
+    "from readme_tables import offload_files\n"
     "RESULTS = 'benchmarks/results/'\n"
 )
 plot_include_source = False

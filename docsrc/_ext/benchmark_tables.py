@@ -12,6 +12,8 @@ Directives:
   (memory columns for a probed run, speed columns for an unprobed one);
 * ``.. fast-path-table::``, ``.. host-heap-table::``: the other result files;
 * ``.. offload-step-table::``: every release step of the fork the offload runs measured;
+* ``.. offload-results:: unprobed`` (or ``probed``): the table and source of every
+  ``offload*.json`` run of that kind;
 * ``.. result-source:: <path>``: the command that wrote a result file and the machine it ran on;
 * ``.. cli-usage:: build`` and ``.. cli-options:: build``: the usage line and the options of a
   command of ``python tools/patched_wheel``, from its argument parser, so that the reference
@@ -179,6 +181,43 @@ def _probed(document: Dict[str, Any]) -> bool:
     return any(case.get("probes", True) for case in document["cases"])
 
 
+def offload_table(cases: List[Dict[str, Any]], probed: bool) -> nodes.table:
+    """The cases of one offload run: memory columns for a probed run, speed for an unprobed one."""
+    if probed:
+        header = [
+            "model, strategy",
+            "largest tensor (MiB)",
+            "overshoot, GiB (W)",
+            "overshoot - largest (MiB)",
+            "host after - W (MiB)",
+            "seconds (probed)",
+        ]
+        rows = [
+            [
+                f"{_model(case)} ``{case['strategy']}``",
+                f"{case['largest_tensor_bytes'] / MiB:.0f}",
+                f"{case['overshoot_bytes'] / GiB:.2f} ({case['overshoot_W']:.3f})",
+                f"{case['overshoot_over_largest_MiB']:.0f}",
+                f"{case['host_after_minus_W_MiB']:.0f}",
+                f"{case['seconds']:.1f}",
+            ]
+            for case in cases
+        ]
+    else:
+        header = ["model, strategy", "W (GiB)", "tensors", "seconds", "GB/s"]
+        rows = [
+            [
+                f"{_model(case)} ``{case['strategy']}``",
+                f"{case['W_bytes'] / GiB:.1f}",
+                f"{case['tensors']}",
+                f"{case['seconds']:.2f}",
+                f"{case['GBps']:.2f}",
+            ]
+            for case in cases
+        ]
+    return _table(header, rows, numeric_from=1)
+
+
 class OffloadTable(_ResultDirective):
     """The cases of one offload run; ``:sizes: 3 24`` keeps only those model sizes."""
 
@@ -189,39 +228,27 @@ class OffloadTable(_ResultDirective):
         if "sizes" in self.options:
             sizes = {int(size) for size in self.options["sizes"].split()}
             cases = [case for case in cases if case["size_gib"] in sizes]
-        if _probed(document):
-            header = [
-                "model, strategy",
-                "largest tensor (MiB)",
-                "overshoot, GiB (W)",
-                "overshoot - largest (MiB)",
-                "host after - W (MiB)",
-                "seconds (probed)",
-            ]
-            rows = [
-                [
-                    f"{_model(case)} ``{case['strategy']}``",
-                    f"{case['largest_tensor_bytes'] / MiB:.0f}",
-                    f"{case['overshoot_bytes'] / GiB:.2f} ({case['overshoot_W']:.3f})",
-                    f"{case['overshoot_over_largest_MiB']:.0f}",
-                    f"{case['host_after_minus_W_MiB']:.0f}",
-                    f"{case['seconds']:.1f}",
-                ]
-                for case in cases
-            ]
-        else:
-            header = ["model, strategy", "W (GiB)", "tensors", "seconds", "GB/s"]
-            rows = [
-                [
-                    f"{_model(case)} ``{case['strategy']}``",
-                    f"{case['W_bytes'] / GiB:.1f}",
-                    f"{case['tensors']}",
-                    f"{case['seconds']:.2f}",
-                    f"{case['GBps']:.2f}",
-                ]
-                for case in cases
-            ]
-        return [_table(header, rows, numeric_from=1)]
+        return [offload_table(cases, _probed(document))]
+
+
+class OffloadResults(SphinxDirective):
+    """Every ``offload*.json`` run of one kind (``probed`` or ``unprobed``): its table and
+    where it comes from, so that a new result file shows up without editing the page."""
+
+    required_arguments = 1
+
+    def run(self) -> List[nodes.Node]:
+        wanted = self.arguments[0] == "probed"
+        out: List[nodes.Node] = []
+        for path in offload_files(_repository(Path(self.env.srcdir)) / RESULTS):
+            self.env.note_dependency(str(path))
+            document = _read_json(path)
+            if _probed(document) != wanted:
+                continue
+            relative = f"{RESULTS}/{path.name}"
+            out.append(offload_table(document["cases"], wanted))
+            out.extend(source_nodes(relative, document, None))
+        return out
 
 
 class FastPathTable(_ResultDirective):
@@ -300,39 +327,44 @@ class OffloadStepTable(SphinxDirective):
         return [_table(header, rows, numeric_from=2)]
 
 
-class ResultSource(_ResultDirective):
-    """The command that writes a result file, and the machine it ran on.
+def source_nodes(relative: str, document: Any, command: Optional[str]) -> List[nodes.Node]:
+    """Where a result file comes from: the command that writes it, and the machine it ran on.
 
-    The command is the one the file records, made portable (:func:`readme_tables.portable_command`:
-    no interpreter or output path of the machine it ran on), or, for a file that records
-    none, the directive's ``:command:``.
+    The command is the one the file records, made portable
+    (:func:`readme_tables.portable_command`: no interpreter or output path of the machine it
+    ran on), or, for a file that records none, ``command``.
     """
+    recorded = document.get("command")
+    command = portable_command(recorded, relative) if recorded else command
+    if not command:
+        raise ResultError("the file has no 'command' and the directive gives no :command:")
+    machine = document.get("machine", {})
+    described = ", ".join(
+        template.format(machine[key])
+        for key, template in MACHINE_FIELDS
+        if machine.get(key) not in (None, "")
+    )
+    intro = nodes.paragraph()
+    intro += nodes.Text("From ")
+    intro += nodes.literal(text=relative)
+    intro += nodes.Text(", which this command writes (run from the repository root):")
+    block = nodes.literal_block(
+        text=command.strip(), language="console", classes=["result-command"]
+    )
+    out: List[nodes.Node] = [intro, block]
+    if described:
+        out.append(nodes.paragraph(text=f"Machine: {described}."))
+    return out
+
+
+class ResultSource(_ResultDirective):
+    """Where a result file comes from (:func:`source_nodes`); ``:command:`` for a file that
+    records no command."""
 
     option_spec = {"command": directives.unchanged}
 
     def render(self, path: Path, document: Any) -> List[nodes.Node]:
-        recorded = document.get("command")
-        command = portable_command(recorded, self.arguments[0]) if recorded else None
-        command = command or self.options.get("command")
-        if not command:
-            raise ResultError("the file has no 'command' and the directive gives no :command:")
-        machine = document.get("machine", {})
-        described = ", ".join(
-            template.format(machine[key])
-            for key, template in MACHINE_FIELDS
-            if machine.get(key) not in (None, "")
-        )
-        intro = nodes.paragraph()
-        intro += nodes.Text("From ")
-        intro += nodes.literal(text=self.arguments[0])
-        intro += nodes.Text(", which this command writes (run from the repository root):")
-        block = nodes.literal_block(
-            text=command.strip(), language="console", classes=["result-command"]
-        )
-        nodes_out: List[nodes.Node] = [intro, block]
-        if described:
-            nodes_out.append(nodes.paragraph(text=f"Machine: {described}."))
-        return nodes_out
+        return source_nodes(self.arguments[0], document, self.options.get("command"))
 
 
 class ReadmeTable(SphinxDirective):
@@ -533,6 +565,7 @@ def setup(app: Sphinx) -> Dict[str, Any]:
     app.add_directive("fast-path-table", FastPathTable)
     app.add_directive("host-heap-table", HostHeapTable)
     app.add_directive("offload-step-table", OffloadStepTable)
+    app.add_directive("offload-results", OffloadResults)
     app.add_directive("result-source", ResultSource)
     app.add_directive("readme-table", ReadmeTable)
     app.add_directive("cli-usage", CliUsage)

@@ -183,6 +183,18 @@ def test_new_offload_cases_become_rows(results: Path) -> None:
     assert ["16 GiB many-small", "not run", "not run", "17.18, 18.25 GB/s", "not run"] in (
         speed_table.rows
     )
+    probed = {
+        "benchmark": "offload",
+        "cases": [
+            _offload_case(mix="decoder-7b", strategy="upstream", overshoot_bytes=16 * 1024**3)
+        ],
+    }
+    (results / "offload_decoders.json").write_text(json.dumps(probed), encoding="utf-8")
+    memory_table = tables.offload_memory(results)
+    assert ["16 GiB decoder-7b", "16.00 GiB (0.019 W)", "not run", "not run", "not run"] in (
+        memory_table.rows
+    )
+    assert "From `benchmarks/results/offload_decoders.json`." in memory_table.notes
     assert (
         "From `benchmarks/results/offload_shapes.json`, written by `python "
         "benchmarks/offload/run.py --no-probes --out benchmarks/results/offload_shapes.json`."
