@@ -81,8 +81,14 @@ def read_result(path: Path) -> Dict[str, Any]:
 
 
 def offload_files(results: Path = RESULTS) -> List[Path]:
-    """Every offload result file (``offload*.json``), in name order."""
-    return sorted(results.glob("offload*.json"))
+    """Every result file of ``benchmarks/offload/run.py`` (``offload*.json`` whose
+    ``benchmark`` is ``offload``), in name order; other offload benchmarks' files, such as
+    the host ceilings, are left out."""
+    return [
+        path
+        for path in sorted(results.glob("offload*.json"))
+        if read_result(path).get("benchmark") == "offload"
+    ]
 
 
 def portable_command(command: str, out_file: Optional[str] = None) -> str:

@@ -143,6 +143,9 @@ nitpick_ignore = [
     ("py:class", "None"),
     ("py:class", "_PinnedBounceMover"),
 ]
+# Docstrings of the overlay's private classes name their instance attributes (set in
+# __init__, which autodoc does not list) as :attr:`name`; those stay plain text.
+nitpick_ignore_regex = [(r"py:attr", r"[a-z_][a-z0-9_]*")]
 
 # -- matplotlib's plot directive: figures drawn from benchmarks/results at build time ---------
 

@@ -190,6 +190,9 @@ def test_new_offload_cases_become_rows(results: Path) -> None:
         ],
     }
     (results / "offload_decoders.json").write_text(json.dumps(probed), encoding="utf-8")
+    ceilings = {"benchmark": "offload_ceilings", "decomposition_GBps": {"copy": 23.9}}
+    (results / "offload_ceilings.json").write_text(json.dumps(ceilings), encoding="utf-8")
+    assert "offload_ceilings.json" not in [path.name for path in tables.offload_files(results)]
     memory_table = tables.offload_memory(results)
     assert ["16 GiB decoder-7b", "16.00 GiB (0.019 W)", "not run", "not run", "not run"] in (
         memory_table.rows
