@@ -20,14 +20,19 @@ Functions:
 * :func:`plot_offload_speed`: GB/s of the offload per strategy and model size, from unprobed
   runs (the probes slow the move, so probed runs are not used for speed);
 * :func:`plot_fast_path_ceilings`: GB/s of the candidate copy paths of the offload fast path.
+
+Every plot draws horizontal bars, one per measured figure, with the figure written beside its
+bar in the same units as the axis, and one palette (:data:`PALETTE`) for all of them. Plots
+draw every case a result file holds, so new cases need no change here.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure, FigureBase
@@ -35,29 +40,42 @@ from matplotlib.figure import Figure, FigureBase
 logger = logging.getLogger(__name__)
 
 GiB = 1024**3
+MiB = 1024**2
+
+# One palette for every plot (colour-blind-safe, distinct in greyscale by lightness).
+PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
 
 # Figures of the host-heap JSON that plot_host_heap can draw: key -> (axis label, scale).
 HOST_HEAP_METRICS = {
-    "kept_after_trim": ("RSS kept after the last burst (GiB)", GiB),
-    "first_kept_after_trim": ("RSS kept after the first burst (GiB)", GiB),
-    "kept_after_free": ("RSS kept after the free, before any trim (GiB)", GiB),
-    "burst_s": ("time of the first burst (s)", 1.0),
-    "warm_burst_s": ("time of the second burst (s)", 1.0),
+    "kept_after_trim": ("RSS kept after burst 2 (GiB)", GiB),
+    "first_kept_after_trim": ("RSS kept after burst 1 (GiB)", GiB),
+    "kept_after_free": ("RSS kept after the free of burst 2, before any trim (GiB)", GiB),
+    "burst_s": ("time of burst 1 (s)", 1.0),
+    "warm_burst_s": ("time of burst 2 (s)", 1.0),
 }
 
-
-MiB = 1024**2
-
-# Order and colours of the offload strategies, upstream's first.
+# Order and colours of the offload strategies, upstream's first; others get the palette's rest.
 OFFLOAD_STRATEGIES = {
-    "upstream": "#c44e52",
-    "step-1GiB-plain": "#dd8452",
-    "fork-plain": "#8172b3",
-    "fork": "#4c72b0",
-    "fork-step-0": "#64b5cd",
-    "fork-step-64MiB": "#55a868",
-    "fork-step-256MiB": "#937860",
+    "upstream": PALETTE[3],
+    "step-1GiB-plain": PALETTE[1],
+    "fork-plain": PALETTE[4],
+    "fork": PALETTE[0],
+    "fork-step-0": PALETTE[6],
+    "fork-step-64MiB": PALETTE[2],
+    "fork-step-256MiB": PALETTE[5],
 }
+
+FONT_SIZE = 8.5
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One horizontal bar: its label on the y axis, length, text beside it, and colour."""
+
+    label: str
+    value: float
+    text: str
+    colour: str
 
 
 def _load(json_path: Union[str, Path], benchmark: Optional[str] = "host_heap") -> Dict[str, Any]:
@@ -82,43 +100,65 @@ def _figure_and_axes(
     return ax.figure, ax
 
 
+def _colour(name: str, known: Dict[str, str], order: Sequence[str]) -> str:
+    """``known[name]``, or the palette's colour for ``name``'s place in ``order``."""
+    return known.get(name) or PALETTE[list(order).index(name) % len(PALETTE)]
+
+
 def _strategy_order(strategies: Sequence[str]) -> List[str]:
     known = [name for name in OFFLOAD_STRATEGIES if name in strategies]
     return known + sorted(set(strategies) - set(known))
 
 
-def _grouped_bars(
-    axes: Axes,
-    groups: Sequence[str],
-    series: Sequence[str],
-    value: Dict[Tuple[str, str], float],
-    texts: Dict[Tuple[str, str], str],
-) -> None:
-    """Bars of ``value[(group, name)]``, one group per x tick, one colour per series name."""
-    width = 0.8 / max(1, len(series))
-    for index, name in enumerate(series):
-        positions = []
-        heights = []
-        labels = []
-        for group_index, group in enumerate(groups):
-            if (group, name) not in value:
-                continue
-            positions.append(group_index + (index - (len(series) - 1) / 2) * width)
-            heights.append(value[(group, name)])
-            labels.append(texts[(group, name)])
-        missing = [
-            group_index + (index - (len(series) - 1) / 2) * width
-            for group_index, group in enumerate(groups)
-            if (group, name) not in value
-        ]
-        for position in missing:
-            axes.text(position, 0, "not run", rotation=90, fontsize=6, ha="center", va="bottom")
-        if not positions:
-            continue
-        bars = axes.bar(positions, heights, width, label=name, color=OFFLOAD_STRATEGIES.get(name))
-        axes.bar_label(bars, labels=labels, fontsize=6.5, padding=2, rotation=90)
-    axes.set_xticks(range(len(groups)))
-    axes.set_xticklabels(groups)
+def _significant(value: float) -> str:
+    """A figure with three significant digits, so that small values do not read as 0.00."""
+    if value == 0:
+        return "0"
+    return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
+
+
+def _bar_figure(
+    ax: Optional[Union[Axes, Figure]],
+    bars: Sequence[Bar],
+    *,
+    xlabel: str,
+    title: str,
+    legend: Sequence[Tuple[str, str]] = (),
+    log_scale: bool = False,
+) -> FigureBase:
+    """Horizontal bars from the top down, each with its text beside it; one legend entry per
+    ``(name, colour)``."""
+    figure, axes = _figure_and_axes(ax, (6.4, 1.2 + 0.3 * len(bars)))
+    positions = list(range(len(bars)))[::-1]
+    drawn = axes.barh(
+        positions, [bar.value for bar in bars], color=[bar.colour for bar in bars], height=0.7
+    )
+    axes.bar_label(drawn, labels=[bar.text for bar in bars], fontsize=FONT_SIZE, padding=3)
+    axes.set_yticks(positions)
+    axes.set_yticklabels([bar.label for bar in bars], fontsize=FONT_SIZE)
+    axes.tick_params(axis="x", labelsize=FONT_SIZE)
+    axes.set_xlabel(xlabel, fontsize=FONT_SIZE)
+    largest = max((bar.value for bar in bars), default=1.0)
+    if log_scale:
+        axes.set_xscale("log")
+        smallest = min((bar.value for bar in bars if bar.value > 0), default=largest)
+        axes.set_xlim(smallest / 3, largest * 30)
+    else:
+        axes.set_xlim(0, largest * 1.5)
+    axes.set_title(title, fontsize=FONT_SIZE + 0.5)
+    if legend:
+        from matplotlib.patches import Patch
+
+        handles = [Patch(color=colour, label=name) for name, colour in legend]
+        axes.legend(handles=handles, fontsize=FONT_SIZE, loc="lower right")
+    if isinstance(figure, Figure):
+        figure.tight_layout()
+    return figure
+
+
+def _machine(document: Dict[str, Any], *keys: str) -> str:
+    machine = document.get("machine", {})
+    return ", ".join(str(machine[key]) for key in keys if machine.get(key) not in (None, ""))
 
 
 def plot_host_heap(
@@ -128,11 +168,11 @@ def plot_host_heap(
     metric: str = "kept_after_trim",
     log_scale: bool = False,
 ) -> FigureBase:
-    """Draw the RSS kept per case of ``host_heap.json`` as grouped bars, one group per case.
+    """Draw one figure of ``host_heap.json`` per case and burst size, as horizontal bars.
 
-    Each bar is the median over the repeats, one colour per burst size, with the case's
-    figure written above it, so that a case that keeps almost nothing still reads as a number
-    rather than an invisible bar.
+    Each bar is the median over the repeats, one colour per burst size, with its figure
+    written beside it to three significant digits, so that a case that keeps almost nothing
+    still reads as a number rather than an invisible bar or "0.00".
 
     Args:
         json_path: A file written by ``benchmarks/host_heap/run.py``.
@@ -148,165 +188,128 @@ def plot_host_heap(
         raise ValueError(f"unknown metric {metric!r}; choose one of {sorted(HOST_HEAP_METRICS)}")
     document = _load(json_path)
     label, scale = HOST_HEAP_METRICS[metric]
-
-    cases: List[str] = []
-    for entry in document["summary"]:
-        if entry["case"] not in cases:
-            cases.append(entry["case"])
     sizes = sorted({entry["burst_gib"] for entry in document["summary"]})
-    value = {
-        (entry["case"], entry["burst_gib"]): entry["median"].get(metric)
-        for entry in document["summary"]
-    }
-
-    figure: FigureBase
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        figure, axes = plt.subplots(figsize=(max(6.0, 1.1 * len(cases)), 3.8))
-    elif isinstance(ax, Figure):
-        figure, axes = ax, ax.add_subplot()
-    else:
-        axes = ax
-        figure = axes.figure
-
-    width = 0.8 / max(1, len(sizes))
-    for index, size in enumerate(sizes):
-        positions = [
-            case_index + (index - (len(sizes) - 1) / 2) * width for case_index in range(len(cases))
-        ]
-        figures = [value.get((case, size)) for case in cases]
-        heights = [0.0 if median is None else median / scale for median in figures]
-        bars = axes.bar(positions, heights, width, label=f"{size:g} GiB burst")
-        texts = ["n/a" if median is None else f"{median / scale:.2f}" for median in figures]
-        axes.bar_label(bars, labels=texts, fontsize=7, padding=2)
-
-    axes.set_xticks(range(len(cases)))
-    axes.set_xticklabels(cases, rotation=25, ha="right")
-    axes.set_ylabel(label)
-    if log_scale:
-        axes.set_yscale("log")
-    machine = document.get("machine", {})
-    axes.set_title(
-        f"Host heap after a builder-like burst ({machine.get('cpu_cores', '?')} cores, "
-        f"glibc {machine.get('glibc', '?')}; median of {document['settings']['repeats']})",
-        fontsize=9,
+    colours = {size: PALETTE[index % len(PALETTE)] for index, size in enumerate(sizes)}
+    bars = []
+    for entry in document["summary"]:
+        median = entry["median"].get(metric)
+        if median is None:
+            continue
+        bars.append(
+            Bar(
+                f"{entry['case']}, {entry['burst_gib']:g} GiB",
+                median / scale,
+                f"{_significant(median / scale)} {'GiB' if scale == GiB else 's'}",
+                colours[entry["burst_gib"]],
+            )
+        )
+    repeats = document.get("settings", {}).get("repeats", "?")
+    title = (
+        f"Host heap after a builder-like burst ({_machine(document, 'cpu_model')}, "
+        f"{document.get('machine', {}).get('cpu_cores', '?')} cores, "
+        f"glibc {document.get('machine', {}).get('glibc', '?')}; median of {repeats})"
     )
-    axes.legend(fontsize=8)
-    if isinstance(figure, Figure):
-        figure.tight_layout()
+    legend = [(f"{size:g} GiB burst", colours[size]) for size in sizes]
     logger.debug("plotted %s from %s", metric, json_path)
-    return figure
+    return _bar_figure(ax, bars, xlabel=label, title=title, legend=legend, log_scale=log_scale)
+
+
+def _offload_bars(
+    cases: Sequence[Dict[str, Any]], value: Callable[[Dict[str, Any]], float], text: str
+) -> List[Bar]:
+    """One bar per case, grouped by model, strategies in :data:`OFFLOAD_STRATEGIES` order."""
+    order = _strategy_order([case["strategy"] for case in cases])
+    seen: Dict[Tuple[int, str, str], int] = {}
+    bars = []
+    ordered = sorted(
+        cases, key=lambda case: (case["size_gib"], case["mix"], order.index(case["strategy"]))
+    )
+    for case in ordered:
+        key = (case["size_gib"], case["mix"], case["strategy"])
+        seen[key] = seen.get(key, 0) + 1
+        repeats = sum(
+            1 for other in cases if (other["size_gib"], other["mix"], other["strategy"]) == key
+        )
+        run = f" (run {seen[key]})" if repeats > 1 else ""
+        bars.append(
+            Bar(
+                f"{case['size_gib']} GiB {case['mix']}, {case['strategy']}{run}",
+                value(case),
+                text.format(**case, overshoot_GiB=case.get("overshoot_bytes", 0) / GiB),
+                _colour(case["strategy"], OFFLOAD_STRATEGIES, order),
+            )
+        )
+    return bars
 
 
 def plot_offload_overshoot(
-    json_path: Union[str, Path], ax: Optional[Union[Axes, Figure]] = None
+    json_paths: Union[str, Path, Sequence[Union[str, Path]]],
+    ax: Optional[Union[Axes, Figure]] = None,
 ) -> FigureBase:
     """Draw the offload's overshoot (host + GPU above the start) per model and strategy.
 
-    One group of bars per model (size and tensor mix), one bar per strategy, the height in
-    multiples of the model size W, with the overshoot in GiB written on each bar. Only the
+    One bar per probed case, grouped by model (size and tensor mix), its length in multiples
+    of the model size W, with the overshoot in GiB and in W written beside it. Only the
     overshoot of a probed run means anything; unprobed cases are skipped.
 
     Args:
-        json_path: A file written by ``benchmarks/offload/run.py`` with its probes on.
+        json_paths: A file, or files, written by ``benchmarks/offload/run.py`` with its
+            probes on; unprobed files among them add nothing.
         ax: Axes, or a figure to add one to; a new pyplot figure if omitted.
 
     Returns:
         The figure (or subfigure) drawn into.
     """
-    document = _load(json_path, "offload")
-    cases = [case for case in document["cases"] if case.get("probes", True)]
-    groups: List[str] = []
-    value: Dict[Tuple[str, str], float] = {}
-    texts: Dict[Tuple[str, str], str] = {}
-    for case in cases:
-        group = f"{case['size_gib']} GiB, {case['mix']}"
-        if group not in groups:
-            groups.append(group)
-        value[(group, case["strategy"])] = case["overshoot_W"]
-        texts[(group, case["strategy"])] = f"{case['overshoot_bytes'] / GiB:.2f} GiB"
-    strategies = _strategy_order([case["strategy"] for case in cases])
-    figure, axes = _figure_and_axes(ax, (8.0, 4.2))
-    _grouped_bars(axes, groups, strategies, value, texts)
-    axes.set_ylabel("overshoot (multiples of W)")
-    axes.set_ylim(0, max(value.values(), default=1.0) * 1.2)
-    machine = document.get("machine", {})
-    axes.set_title(
-        f"Host + GPU memory above the start of the offload ({machine.get('gpu', '?')}, "
-        f"torch {machine.get('torch', '?')})",
-        fontsize=9,
+    paths = [json_paths] if isinstance(json_paths, (str, Path)) else list(json_paths)
+    cases: List[Dict[str, Any]] = []
+    document: Dict[str, Any] = {}
+    for json_path in paths:
+        loaded = _load(json_path, "offload")
+        probed = [case for case in loaded["cases"] if case.get("probes", True)]
+        if probed:
+            cases.extend(probed)
+            document = loaded
+    bars = _offload_bars(
+        cases, lambda case: case["overshoot_W"], "{overshoot_GiB:.2f} GiB ({overshoot_W:.3f} W)"
     )
-    axes.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.1))
-    if isinstance(figure, Figure):
-        figure.tight_layout()
-    return figure
+    title = f"Host + GPU memory above the start of the offload ({_machine(document, 'gpu')})"
+    return _bar_figure(ax, bars, xlabel="overshoot (multiples of the model size W)", title=title)
 
 
 def plot_offload_speed(
     json_paths: Sequence[Union[str, Path]], ax: Optional[Union[Axes, Figure]] = None
 ) -> FigureBase:
-    """Draw the offload's speed (GB/s), one horizontal bar per unprobed case and file.
+    """Draw the offload's speed (GB/s), one horizontal bar per unprobed case and run.
 
-    A case measured in several files (a repeat) gets one bar per file, labelled with the
-    file's name, so the spread between runs stays visible. Probed cases are skipped: the
-    probes run after every tensor operation and slow the move.
+    A case measured in several files (a repeat) gets one bar per run, so the spread between
+    runs stays visible. Probed cases are skipped: the probes run after every tensor
+    operation and slow the move.
 
     Args:
-        json_paths: Files written by ``benchmarks/offload/run.py --no-probes``.
+        json_paths: Files written by ``benchmarks/offload/run.py --no-probes``; probed files
+            among them add nothing.
         ax: Axes, or a figure to add one to; a new pyplot figure if omitted.
 
     Returns:
         The figure (or subfigure) drawn into.
     """
-    rows: List[Tuple[int, int, str, str, float, float]] = []
-    machine: Dict[str, Any] = {}
+    cases: List[Dict[str, Any]] = []
+    document: Dict[str, Any] = {}
     for json_path in json_paths:
-        document = _load(json_path, "offload")
-        machine = document.get("machine", machine)
-        for case in document["cases"]:
-            if case.get("probes", True):
-                continue
-            order = _strategy_order(list(OFFLOAD_STRATEGIES) + [case["strategy"]])
-            rows.append(
-                (
-                    case["size_gib"],
-                    order.index(case["strategy"]),
-                    case["strategy"],
-                    Path(json_path).name,
-                    case["GBps"],
-                    case["seconds"],
-                )
-            )
-    rows.sort(key=lambda row: (row[0], row[1], row[3]))
-    figure, axes = _figure_and_axes(ax, (8.0, 0.9 + 0.32 * len(rows)))
-    positions = list(range(len(rows)))[::-1]
-    bars = axes.barh(
-        positions,
-        [row[4] for row in rows],
-        color=[OFFLOAD_STRATEGIES.get(row[2], "#999999") for row in rows],
-    )
-    axes.bar_label(
-        bars, labels=[f"{row[4]:.1f} GB/s, {row[5]:.1f} s" for row in rows], fontsize=7, padding=3
-    )
-    axes.set_yticks(positions)
-    axes.set_yticklabels([f"{row[0]} GiB  {row[2]}  ({row[3]})" for row in rows], fontsize=7)
-    axes.set_xlabel("GB/s (W / seconds of the move)")
-    axes.set_xlim(0, max((row[4] for row in rows), default=1.0) * 1.3)
-    axes.set_title(
-        f"Speed of the offload, unprobed runs ({machine.get('gpu', '?')}, "
-        f"{machine.get('cpus', '?')} CPUs)",
-        fontsize=9,
-    )
-    if isinstance(figure, Figure):
-        figure.tight_layout()
-    return figure
+        loaded = _load(json_path, "offload")
+        unprobed = [case for case in loaded["cases"] if not case.get("probes", True)]
+        if unprobed:
+            cases.extend(unprobed)
+            document = loaded
+    bars = _offload_bars(cases, lambda case: case["GBps"], "{GBps:.2f} GB/s, {seconds:.1f} s")
+    title = f"Speed of the offload, runs without probes ({_machine(document, 'gpu')})"
+    return _bar_figure(ax, bars, xlabel="GB/s (model size W / seconds of the move)", title=title)
 
 
 def plot_fast_path_ceilings(
     json_path: Union[str, Path], ax: Optional[Union[Axes, Figure]] = None
 ) -> FigureBase:
-    """Draw the GB/s of each candidate copy path, one group per tensor size.
+    """Draw the GB/s of each candidate copy path, one bar per path and tensor size.
 
     Args:
         json_path: A file written by ``benchmarks/offload/fast_path_ceilings.py``.
@@ -318,26 +321,11 @@ def plot_fast_path_ceilings(
     document = _load(json_path, None)
     speeds: Dict[str, Dict[str, float]] = document["GBps"]
     paths = list(speeds)
-    sizes: List[str] = []
-    for per_size in speeds.values():
-        sizes.extend(size for size in per_size if size not in sizes)
-    value = {
-        (f"{size} tensors", path): per_size[size]
-        for path, per_size in speeds.items()
-        for size in per_size
-    }
-    texts = {key: f"{speed:.1f}" for key, speed in value.items()}
-    figure, axes = _figure_and_axes(ax, (7.0, 3.6))
-    _grouped_bars(axes, [f"{size} tensors" for size in sizes], paths, value, texts)
-    axes.set_ylabel("GB/s")
-    axes.set_ylim(0, max(value.values(), default=1.0) * 1.25)
-    machine = document.get("machine", {})
-    axes.set_title(
-        f"Copy paths from GPU into new host memory ({machine.get('gpu', '?')}, "
-        f"torch {machine.get('torch', '?')})",
-        fontsize=9,
-    )
-    axes.legend(fontsize=7)
-    if isinstance(figure, Figure):
-        figure.tight_layout()
-    return figure
+    bars = [
+        Bar(f"{path}, {size} tensors", speed, f"{speed:.1f} GB/s", PALETTE[index % len(PALETTE)])
+        for index, (path, per_size) in enumerate(speeds.items())
+        for size, speed in per_size.items()
+    ]
+    title = f"Copy paths from GPU into new host memory ({_machine(document, 'gpu')})"
+    logger.debug("plotted %d copy paths from %s", len(paths), json_path)
+    return _bar_figure(ax, bars, xlabel="GB/s", title=title)

@@ -11,8 +11,15 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
+import shutil
 import sys
 from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, from PyPI
+    import tomli as tomllib
 
 DOCS = Path(__file__).resolve().parent
 REPOSITORY = DOCS.parent
@@ -23,20 +30,35 @@ sys.path.insert(0, str(REPOSITORY / "py"))
 sys.path.insert(0, str(DOCS / "_ext"))
 
 
-def _constant(path: Path, name: str) -> str:
-    """The string value of ``NAME = "..."`` in a source file, read without importing it."""
-    match = re.search(rf'^{name} = "([^"]+)"$', path.read_text(encoding="utf-8"), re.M)
-    if match is None:
-        raise RuntimeError(f'{path}: no line {name} = "..."; docsrc/conf.py reads it')
-    return match.group(1)
+def _tool_sources() -> list[Path]:
+    return sorted(PATCHED_WHEEL.rglob("*.py"))
+
+
+def _constant(name: str) -> str:
+    """The string value of ``NAME = "..."`` in the build tool's sources, read without importing."""
+    for path in _tool_sources():
+        match = re.search(rf'^{name} = "([^"]+)"$', path.read_text(encoding="utf-8"), re.M)
+        if match is not None:
+            return match.group(1)
+    raise RuntimeError(f'tools/patched_wheel: no line {name} = "..."; docsrc/conf.py reads it')
 
 
 def _supported_releases() -> list[str]:
-    source = (PATCHED_WHEEL / "base.py").read_text(encoding="utf-8")
-    match = re.search(r"^SUPPORTED_RELEASES = \(([^)]*)\)", source, re.M)
-    if match is None:
-        raise RuntimeError("tools/patched_wheel/base.py: no SUPPORTED_RELEASES = (...)")
-    return re.findall(r'"([^"]+)"', match.group(1))
+    for path in _tool_sources():
+        source = path.read_text(encoding="utf-8")
+        match = re.search(r"^SUPPORTED_RELEASES(?:: [^=]+)? = \(([^)]*)\)", source, re.M)
+        if match is not None:
+            return re.findall(r'"([^"]+)"', match.group(1))
+    raise RuntimeError(
+        "tools/patched_wheel: no SUPPORTED_RELEASES = (...); docsrc/conf.py reads it"
+    )
+
+
+def _build_requirements() -> str:
+    """The ``[build-system] requires`` of ``pyproject.toml``, as an offline build needs them."""
+    with open(REPOSITORY / "pyproject.toml", "rb") as handle:
+        requires = tomllib.load(handle)["build-system"]["requires"]
+    return " ".join(f'"{requirement}"' for requirement in requires)
 
 
 def _overlay_constant(name: str) -> int:
@@ -57,7 +79,7 @@ def _mib(size: int) -> str:
 
 SUPPORTED_RELEASES = _supported_releases()
 DEFAULT_RELEASE = SUPPORTED_RELEASES[-1]
-LOCAL_LABEL = _constant(PATCHED_WHEEL / "build.py", "LOCAL_LABEL")
+LOCAL_LABEL = _constant("LOCAL_LABEL")
 
 project = "torch_tensorrt compile-memory fork"
 author = "the fork's authors"
@@ -90,6 +112,7 @@ rst_epilog = f"""
 .. |requirement_literal| replace:: ``torch_tensorrt=={DEFAULT_RELEASE}``
 .. |patched_file_literal| replace:: ``dist/torch_tensorrt-{DEFAULT_RELEASE}+{LOCAL_LABEL}-<tags>.whl``
 .. |default_step| replace:: {_mib(_overlay_constant("DEFAULT_RELEASE_EVERY_BYTES"))}
+.. |build_requirements| replace:: {_build_requirements()}
 .. |bounce_chunk| replace:: {_mib(_overlay_constant("PINNED_BOUNCE_CHUNK_BYTES"))}
 """
 
@@ -113,12 +136,16 @@ nitpick_ignore = [
     ("py:class", "torch.nn.Module"),
     ("py:class", "torch.nn.modules.module.Module"),
     ("py:class", "torch.Tensor"),
+    ("py:class", "torch.device"),
     ("py:class", "Callable"),
     ("py:class", "Optional"),
     ("py:class", "int"),
     ("py:class", "None"),
     ("py:class", "_PinnedBounceMover"),
 ]
+# Docstrings of the overlay's private classes name their instance attributes (set in
+# __init__, which autodoc does not list) as :attr:`name`; those stay plain text.
+nitpick_ignore_regex = [(r"py:attr", r"[a-z_][a-z0-9_]*")]
 
 # -- matplotlib's plot directive: figures drawn from benchmarks/results at build time ---------
 
@@ -127,6 +154,7 @@ plot_pre_code = (
     "import sys\n"
     f"sys.path.insert(0, {str(REPOSITORY / 'benchmarks')!r})\n"
     "import plots\n"
+    "from readme_tables import offload_files\n"
     "RESULTS = 'benchmarks/results/'\n"
 )
 plot_include_source = False
@@ -160,3 +188,39 @@ html_sidebars = {
     page: []
     for page in ("index", "api", "benchmarks", "getting_started/*", "debugging/*", "tutorials/**")
 }
+
+
+def _drop_stale_plots(app: Any) -> None:
+    """Redraw every plot on every build.
+
+    matplotlib's plot directive reuses a drawn figure while the page that holds it is
+    unchanged, but the figures depend on ``benchmarks/results/*.json`` and
+    ``benchmarks/plots.py``, which it does not watch: a rebuild after new results would show
+    the old plots. Its cache folder sits beside the doctrees.
+    """
+    shutil.rmtree(Path(app.doctreedir).parent / "plot_directive", ignore_errors=True)
+
+
+def _only_private_members(
+    app: Any, what: str, name: str, obj: Any, skip: bool, options: Any
+) -> bool | None:
+    """In the API page's list of internal helpers (the one ``automodule`` with
+    ``:private-members:``), leave out the module's public names: they have sections of their
+    own. Members of a private class stay."""
+    if what == "module" and options.get("private-members") and not name.startswith("_"):
+        return True
+    return None
+
+
+def _no_second_module_docstring(
+    app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]
+) -> None:
+    """The list of internal helpers leaves out the module's docstring, shown at the top."""
+    if what == "module" and options.get("private-members"):
+        lines.clear()
+
+
+def setup(app: Any) -> None:
+    app.connect("builder-inited", _drop_stale_plots)
+    app.connect("autodoc-skip-member", _only_private_members)
+    app.connect("autodoc-process-docstring", _no_second_module_docstring)

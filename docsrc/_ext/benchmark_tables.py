@@ -10,8 +10,10 @@ Directives:
   release and platform, as the ``matrix`` command of the patched-wheel build wrote them;
 * ``.. offload-table:: benchmarks/results/offload.json``: one row per case of an offload run
   (memory columns for a probed run, speed columns for an unprobed one);
-* ``.. fast-path-table::``, ``.. host-heap-table::``, ``.. build-speed-table::``: the other
-  result files;
+* ``.. fast-path-table::``, ``.. host-heap-table::``: the other result files;
+* ``.. offload-step-table::``: every release step of the fork the offload runs measured;
+* ``.. offload-results:: unprobed`` (or ``probed``): the table and source of every
+  ``offload*.json`` run of that kind;
 * ``.. result-source:: <path>``: the command that wrote a result file and the machine it ran on;
 * ``.. cli-usage:: build`` and ``.. cli-options:: build``: the usage line and the options of a
   command of ``python tools/patched_wheel``, from its argument parser, so that the reference
@@ -21,7 +23,10 @@ Role ``:result:`` writes one value inline: ``:result:`offload_timing/cases/size_
 strategy=fork/GBps .1f``` is the ``GBps`` of the first case of
 ``benchmarks/results/offload_timing.json`` whose ``size_gib`` is 64 and ``strategy`` is
 ``fork``, formatted with ``.1f``. A format ``GiB:.2f`` or ``MiB:.0f`` divides by that unit
-first; ``%:.1f`` multiplies by 100.
+first; ``%:.1f`` multiplies by 100. ``:result:`<a> minus <b> MiB:.0f``` writes a difference.
+
+Directive ``.. readme-table:: offload-memory`` shows one of the README's headline tables,
+made by ``benchmarks/readme_tables.py`` from the same files, so the two never differ.
 """
 
 from __future__ import annotations
@@ -40,13 +45,21 @@ from docutils.utils import unescape
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from readme_tables import (
+    TABLES,
+    ResultsError,
+)
+from readme_tables import model_name as _model  # noqa: E402
+from readme_tables import offload_files, portable_command
+
 GiB = 1024**3
 MiB = 1024**2
 RESULTS = "benchmarks/results"
 
 PLATFORM_NAMES = {
     "manylinux_2_28_x86_64": "Linux x86_64",
-    "manylinux_2_28_aarch64": "Linux aarch64 (Jetson, DGX Spark, GH200)",
+    "manylinux_2_28_aarch64": "Linux aarch64 (SBSA, CUDA 13)",
     "win_amd64": "Windows x86_64",
 }
 
@@ -168,6 +181,43 @@ def _probed(document: Dict[str, Any]) -> bool:
     return any(case.get("probes", True) for case in document["cases"])
 
 
+def offload_table(cases: List[Dict[str, Any]], probed: bool) -> nodes.table:
+    """The cases of one offload run: memory columns for a probed run, speed for an unprobed one."""
+    if probed:
+        header = [
+            "model, strategy",
+            "largest tensor (MiB)",
+            "overshoot, GiB (W)",
+            "overshoot - largest (MiB)",
+            "host after - W (MiB)",
+            "seconds (probed)",
+        ]
+        rows = [
+            [
+                f"{_model(case)} ``{case['strategy']}``",
+                f"{case['largest_tensor_bytes'] / MiB:.0f}",
+                f"{case['overshoot_bytes'] / GiB:.2f} ({case['overshoot_W']:.3f})",
+                f"{case['overshoot_over_largest_MiB']:.0f}",
+                f"{case['host_after_minus_W_MiB']:.0f}",
+                f"{case['seconds']:.1f}",
+            ]
+            for case in cases
+        ]
+    else:
+        header = ["model, strategy", "W (GiB)", "tensors", "seconds", "GB/s"]
+        rows = [
+            [
+                f"{_model(case)} ``{case['strategy']}``",
+                f"{case['W_bytes'] / GiB:.1f}",
+                f"{case['tensors']}",
+                f"{case['seconds']:.2f}",
+                f"{case['GBps']:.2f}",
+            ]
+            for case in cases
+        ]
+    return _table(header, rows, numeric_from=1)
+
+
 class OffloadTable(_ResultDirective):
     """The cases of one offload run; ``:sizes: 3 24`` keeps only those model sizes."""
 
@@ -178,44 +228,27 @@ class OffloadTable(_ResultDirective):
         if "sizes" in self.options:
             sizes = {int(size) for size in self.options["sizes"].split()}
             cases = [case for case in cases if case["size_gib"] in sizes]
-        if _probed(document):
-            header = [
-                "model",
-                "strategy",
-                "largest tensor (MiB)",
-                "overshoot (GiB)",
-                "overshoot / W",
-                "overshoot - largest (MiB)",
-                "host after - W (MiB)",
-                "seconds (probed)",
-            ]
-            rows = [
-                [
-                    f"{case['size_gib']} GiB {case['mix']}",
-                    f"``{case['strategy']}``",
-                    f"{case['largest_tensor_bytes'] / MiB:.0f}",
-                    f"{case['overshoot_bytes'] / GiB:.2f}",
-                    f"{case['overshoot_W']:.3f}",
-                    f"{case['overshoot_over_largest_MiB']:.0f}",
-                    f"{case['host_after_minus_W_MiB']:.0f}",
-                    f"{case['seconds']:.1f}",
-                ]
-                for case in cases
-            ]
-        else:
-            header = ["model", "strategy", "W (GiB)", "tensors", "seconds", "GB/s"]
-            rows = [
-                [
-                    f"{case['size_gib']} GiB {case['mix']}",
-                    f"``{case['strategy']}``",
-                    f"{case['W_bytes'] / GiB:.1f}",
-                    f"{case['tensors']}",
-                    f"{case['seconds']:.2f}",
-                    f"{case['GBps']:.2f}",
-                ]
-                for case in cases
-            ]
-        return [_table(header, rows, numeric_from=2)]
+        return [offload_table(cases, _probed(document))]
+
+
+class OffloadResults(SphinxDirective):
+    """Every ``offload*.json`` run of one kind (``probed`` or ``unprobed``): its table and
+    where it comes from, so that a new result file shows up without editing the page."""
+
+    required_arguments = 1
+
+    def run(self) -> List[nodes.Node]:
+        wanted = self.arguments[0] == "probed"
+        out: List[nodes.Node] = []
+        for path in offload_files(_repository(Path(self.env.srcdir)) / RESULTS):
+            self.env.note_dependency(str(path))
+            document = _read_json(path)
+            if _probed(document) != wanted:
+                continue
+            relative = f"{RESULTS}/{path.name}"
+            out.append(offload_table(document["cases"], wanted))
+            out.extend(source_nodes(relative, document, None))
+        return out
 
 
 class FastPathTable(_ResultDirective):
@@ -239,91 +272,129 @@ def _seconds(value: Optional[float]) -> str:
 
 
 class HostHeapTable(_ResultDirective):
-    """Medians per case and burst size of the host-heap benchmark."""
+    """Medians per case and burst size of the host-heap benchmark, bursts 1 and 2 apart."""
 
     def render(self, path: Path, document: Any) -> List[nodes.Node]:
         header = [
-            "case",
-            "burst (GiB)",
-            "kept after free (GiB)",
-            "kept at the end (GiB)",
-            "kept / burst",
-            "trim (s)",
-            "burst (s)",
-            "2nd burst (s)",
+            "case, burst",
+            "kept after burst 1 / 2 (GiB)",
+            "kept / burst, burst 2",
+            "trim after burst 1 / 2 (s)",
+            "time of burst 1 / 2 (s)",
         ]
         rows = []
         for entry in document["summary"]:
             median = entry["median"]
             rows.append(
                 [
-                    f"``{entry['case']}``",
-                    f"{entry['burst_bytes'] / GiB:.2f}",
-                    f"{median['kept_after_free'] / GiB:.2f}",
+                    f"``{entry['case']}`` {entry['burst_bytes'] / GiB:.2f} GiB",
+                    f"{median['first_kept_after_trim'] / GiB:.3f} / "
                     f"{median['kept_after_trim'] / GiB:.3f}",
                     f"{100 * entry['kept_fraction']:.2f}%",
-                    _seconds(median["trim_s"]),
-                    _seconds(median["burst_s"]),
-                    _seconds(median["warm_burst_s"]),
+                    f"{_seconds(median['first_trim_s'])} / {_seconds(median['trim_s'])}",
+                    f"{_seconds(median['burst_s'])} / {_seconds(median['warm_burst_s'])}",
                 ]
             )
         return [_table(header, rows, numeric_from=1)]
 
 
-class BuildSpeedTable(_ResultDirective):
-    """Times of the patched-wheel build."""
+class OffloadStepTable(SphinxDirective):
+    """Every release step of the fork in the offload results: overshoot, and GB/s unprobed."""
 
-    def render(self, path: Path, document: Any) -> List[nodes.Node]:
-        figures = document["figures"]
-        one = figures["one_wheel"]
-        matrix = figures["matrix"]
-        rows = [
-            [
-                f"one patched wheel from a downloaded base ({one['base_mib']} MiB), "
-                f"median of {len(one['runs_s'])}",
-                f"{one['median_s']:.2f}",
-            ],
-            ["download of that base with pip", f"{figures['download']['seconds']:.2f}"],
-            [
-                f"``{figures['pip_wheel']['command']}``, end to end",
-                _seconds(figures["pip_wheel"]["seconds"]),
-            ],
-            [
-                f"all {matrix['wheels']} wheels of the supported matrix "
-                f"({matrix['failed']} failed), bases cached",
-                f"{matrix['total_s']:.1f}",
-            ],
+    def run(self) -> List[nodes.Node]:
+        results = _repository(Path(self.env.srcdir)) / RESULTS
+        cases: List[Dict[str, Any]] = []
+        for path in offload_files(results):
+            self.env.note_dependency(str(path))
+            cases.extend(_read_json(path)["cases"])
+        steps = [
+            c for c in cases if c["strategy"] == "fork" or c["strategy"].startswith("fork-step-")
         ]
-        return [_table(["what", "seconds"], rows, numeric_from=1)]
+        rows = []
+        for model, strategy in dict.fromkeys((_model(c), c["strategy"]) for c in steps):
+            same = [c for c in steps if _model(c) == model and c["strategy"] == strategy]
+            probed = [c for c in same if c.get("probes", True)]
+            speeds = [f"{c['GBps']:.2f}" for c in same if not c.get("probes", True)]
+            rows.append(
+                [
+                    model,
+                    f"``{strategy}``",
+                    f"{probed[0]['overshoot_over_largest_MiB']:.0f}" if probed else "not run",
+                    ", ".join(speeds) or "not run",
+                ]
+            )
+        header = ["model", "strategy", "overshoot - largest (MiB)", "GB/s (unprobed)"]
+        return [_table(header, rows, numeric_from=2)]
+
+
+def source_nodes(relative: str, document: Any, command: Optional[str]) -> List[nodes.Node]:
+    """Where a result file comes from: the command that writes it, and the machine it ran on.
+
+    The command is the one the file records, made portable
+    (:func:`readme_tables.portable_command`: no interpreter or output path of the machine it
+    ran on), or, for a file that records none, ``command``.
+    """
+    recorded = document.get("command")
+    command = portable_command(recorded, relative) if recorded else command
+    if not command:
+        raise ResultError("the file has no 'command' and the directive gives no :command:")
+    machine = document.get("machine", {})
+    described = ", ".join(
+        template.format(machine[key])
+        for key, template in MACHINE_FIELDS
+        if machine.get(key) not in (None, "")
+    )
+    intro = nodes.paragraph()
+    intro += nodes.Text("From ")
+    intro += nodes.literal(text=relative)
+    intro += nodes.Text(", which this command writes (run from the repository root):")
+    block = nodes.literal_block(
+        text=command.strip(), language="console", classes=["result-command"]
+    )
+    out: List[nodes.Node] = [intro, block]
+    if described:
+        out.append(nodes.paragraph(text=f"Machine: {described}."))
+    return out
 
 
 class ResultSource(_ResultDirective):
-    """The command that wrote a result file, and the machine it ran on."""
+    """Where a result file comes from (:func:`source_nodes`); ``:command:`` for a file that
+    records no command."""
 
     option_spec = {"command": directives.unchanged}
 
     def render(self, path: Path, document: Any) -> List[nodes.Node]:
-        command = document.get("command") or self.options.get("command")
-        if not command:
-            raise ResultError("the file has no 'command' and the directive gives no :command:")
-        machine = document.get("machine", {})
-        described = ", ".join(
-            template.format(machine[key])
-            for key, template in MACHINE_FIELDS
-            if machine.get(key) not in (None, "")
-        )
-        intro = nodes.paragraph()
-        intro += nodes.Text("From ")
-        intro += nodes.literal(text=self.arguments[0])
-        origin = (
-            "written by" if document.get("command") else "written by (the file names no command)"
-        )
-        intro += nodes.Text(f", {origin}:")
-        block = nodes.literal_block(text=command.strip(), language="console")
-        nodes_out: List[nodes.Node] = [intro, block]
-        if described:
-            nodes_out.append(nodes.paragraph(text=f"Machine: {described}."))
-        return nodes_out
+        return source_nodes(self.arguments[0], document, self.options.get("command"))
+
+
+class ReadmeTable(SphinxDirective):
+    """One of the README's headline tables (``benchmarks/readme_tables.py``), with its notes."""
+
+    required_arguments = 1
+
+    def run(self) -> List[nodes.Node]:
+        name = self.arguments[0]
+        results = _repository(Path(self.env.srcdir)) / RESULTS
+        if name not in TABLES:
+            message = f"readme-table: no table {name!r}; choose one of {sorted(TABLES)}"
+            return [self.state_machine.reporter.error(message, line=self.lineno)]
+        for path in results.glob("*.json"):
+            self.env.note_dependency(str(path))
+        try:
+            table = TABLES[name](results)
+        except (ResultsError, KeyError, TypeError, ValueError) as error:
+            message = f"readme-table: {name}: {error!r}"
+            return [self.state_machine.reporter.error(message, line=self.lineno)]
+        rows = [[_markdown_literals(cell) for cell in row] for row in table.rows]
+        header = [_markdown_literals(cell) for cell in table.header]
+        out: List[nodes.Node] = [_table(header, rows, numeric_from=1)]
+        out.extend(_paragraph(_markdown_literals(note)) for note in table.notes)
+        return out
+
+
+def _markdown_literals(text: str) -> str:
+    """Markdown's `code` as this module's ``code``."""
+    return text.replace("`", "``")
 
 
 def _command_parser(srcdir: Path, command: str) -> argparse.ArgumentParser:
@@ -343,6 +414,37 @@ def _command_parser(srcdir: Path, command: str) -> argparse.ArgumentParser:
     raise ResultError(f"python tools/patched_wheel has no command {command!r}")
 
 
+USAGE_WIDTH = 48
+
+
+def _usage_groups(usage: str) -> List[str]:
+    """The words of a usage line, each ``[...]`` or ``{...}`` group kept as one word."""
+    groups: List[str] = []
+    depth = 0
+    for word in usage.split():
+        if depth:
+            groups[-1] += " " + word
+        else:
+            groups.append(word)
+        depth += word.count("[") + word.count("{") - word.count("]") - word.count("}")
+    return groups
+
+
+def wrap_usage(usage: str, width: int = USAGE_WIDTH) -> str:
+    """A usage line wrapped between its option groups, continuation lines indented by four.
+
+    argparse aligns continuation lines under the first option, after the long program name,
+    which pushes them past the edge of a page; this wraps narrower and never inside a group.
+    """
+    lines: List[str] = []
+    for group in _usage_groups(usage):
+        if lines and len(lines[-1]) + 1 + len(group) <= width:
+            lines[-1] += " " + group
+        else:
+            lines.append(("    " if lines else "") + group)
+    return "\n".join(lines)
+
+
 class CliUsage(SphinxDirective):
     """The usage line of one command of the build tool, as its ``--help`` prints it."""
 
@@ -352,7 +454,7 @@ class CliUsage(SphinxDirective):
         parser = _command_parser(Path(self.env.srcdir), self.arguments[0])
         usage = parser.format_usage().strip()
         usage = usage[len("usage: ") :] if usage.startswith("usage: ") else usage
-        return [nodes.literal_block(text=usage, language="none")]
+        return [nodes.literal_block(text=wrap_usage(usage), language="none", classes=["cli-usage"])]
 
 
 class CliOptions(SphinxDirective):
@@ -416,6 +518,14 @@ def _format(value: Any, spec: str) -> str:
     return format(value, spec)
 
 
+def _value(srcdir: Path, reference: str, env: Any) -> Any:
+    """The value ``<file stem>/<selector>`` points at in ``benchmarks/results``."""
+    stem, _, selector = reference.partition("/")
+    path = _repository(srcdir) / RESULTS / f"{stem}.json"
+    env.note_dependency(str(path))
+    return _select(_read_json(path), selector)
+
+
 def result_role(
     name: str,
     rawtext: str,
@@ -425,15 +535,23 @@ def result_role(
     options: Optional[Dict[str, Any]] = None,
     content: Sequence[str] = (),
 ) -> Tuple[List[nodes.Node], List[nodes.system_message]]:
-    """``:result:`<file stem>/<selector> [format]```: one value of a result file, inline."""
+    """``:result:`<file stem>/<selector> [format]```: one value of a result file, inline.
+
+    ``:result:`<a> minus <b> [format]``` writes the difference of two values, for a figure
+    that the results hold only as two measurements (the fast path's host memory: ``fork``'s
+    overshoot minus ``fork-plain``'s).
+    """
     env = inliner.document.settings.env
-    path_and_selector, _, spec = unescape(text).strip().partition(" ")
-    stem, _, selector = path_and_selector.partition("/")
-    path = _repository(Path(env.srcdir)) / RESULTS / f"{stem}.json"
-    env.note_dependency(str(path))
+    srcdir = Path(env.srcdir)
+    words = unescape(text).split()
     try:
-        value = _select(_read_json(path), selector)
-        shown = _format(value, spec.strip()) if spec.strip() else str(value)
+        if len(words) >= 3 and words[1] == "minus":
+            value = _value(srcdir, words[0], env) - _value(srcdir, words[2], env)
+            spec = " ".join(words[3:])
+        else:
+            value = _value(srcdir, words[0], env)
+            spec = " ".join(words[1:])
+        shown = _format(value, spec) if spec else str(value)
     except (ResultError, KeyError, IndexError, TypeError, ValueError) as error:
         message = inliner.reporter.error(f":result:`{text}`: {error}", line=lineno)
         problem = inliner.problematic(rawtext, rawtext, message)
@@ -446,8 +564,10 @@ def setup(app: Sphinx) -> Dict[str, Any]:
     app.add_directive("offload-table", OffloadTable)
     app.add_directive("fast-path-table", FastPathTable)
     app.add_directive("host-heap-table", HostHeapTable)
-    app.add_directive("build-speed-table", BuildSpeedTable)
+    app.add_directive("offload-step-table", OffloadStepTable)
+    app.add_directive("offload-results", OffloadResults)
     app.add_directive("result-source", ResultSource)
+    app.add_directive("readme-table", ReadmeTable)
     app.add_directive("cli-usage", CliUsage)
     app.add_directive("cli-options", CliOptions)
     app.add_role("result", result_role)

@@ -160,3 +160,81 @@ def test_supported_matrix_is_rendered_from_its_json(built_html: Path) -> None:
     page = (built_html / "getting_started" / "installation.html").read_text(encoding="utf-8")
     for release in document["releases"]:
         assert f"<p>{release['release']}</p>" in page, f"no row for {release['release']}"
+
+
+# What a page must not show: paths of the machine that built the docs or ran a benchmark.
+MACHINE_LOCAL = re.compile(
+    r"/root/|/home/[a-z]|/Users/|/tmp/|/var/folders/|venv/bin/|[A-Za-z]:\\Users"
+)
+
+
+def test_no_machine_local_paths(built_html: Path) -> None:
+    """Generated text (result sources, option defaults, plots' captions) shows repository
+    paths and plain commands, never the folders of the machine where it was made."""
+    offending: Dict[str, List[str]] = {}
+    for page in sorted(built_html.rglob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        found = [match.group(0) for match in MACHINE_LOCAL.finditer(text)]
+        found += [str(REPOSITORY)] * text.count(str(REPOSITORY))
+        if found:
+            offending[str(page.relative_to(built_html))] = sorted(set(found))
+    assert not offending, f"pages show machine-local paths: {offending}"
+
+
+def test_result_commands_wrap(built_html: Path) -> None:
+    """Every command that wrote a result file carries the class whose style wraps it."""
+    page = (built_html / "benchmarks.html").read_text(encoding="utf-8")
+    blocks = re.findall(r'<div class="([^"]*highlight-console[^"]*)"', page)
+    commands = [classes for classes in blocks if "result-command" in classes]
+    assert len(commands) >= 5, f"result commands without the result-command class: {blocks}"
+
+
+def test_docs_show_the_readme_tables(built_html: Path) -> None:
+    """The docs' copies of the README's tables hold the same figures as the README."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "readme_tables", REPOSITORY / "benchmarks" / "readme_tables.py"
+    )
+    assert spec is not None and spec.loader is not None
+    tables = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("readme_tables", tables)
+    spec.loader.exec_module(tables)
+    shown = {
+        "offload-memory": "tutorials/resource_memory/resource_management.html",
+        "host-heap": "tutorials/resource_memory/resource_management.html",
+        "offload-speed": "benchmarks.html",
+        "build-speed": "getting_started/installation.html",
+    }
+    for name, page in shown.items():
+        text = re.sub(r"<[^>]+>", "", (built_html / page).read_text(encoding="utf-8"))
+        for row in tables.TABLES[name]().rows:
+            for cell in row:
+                shown_cell = cell.replace("`", "")
+                assert shown_cell in text, f"{page} lacks {shown_cell!r} of table {name}"
+
+
+def test_api_says_what_private_helpers_are(built_html: Path) -> None:
+    page = (built_html / "api.html").read_text(encoding="utf-8")
+    assert 'id="internal-helpers"' in page, "api.html has no section for the private helpers"
+    section = page[page.index('id="internal-helpers"') :]
+    assert "torch_tensorrt.dynamo.utils._glibc_malloc_trim" in section
+
+
+def test_usage_lines_fit_the_page(built_html: Path) -> None:
+    """Each command's usage wraps between option groups, within 48 characters a line (a phone's
+    width at the font size fork.css gives it)."""
+    import html as html_module
+
+    for page in sorted((built_html / "reference").glob("patched_wheel_*.html")):
+        text = page.read_text(encoding="utf-8")
+        block = re.search(r'<div class="cli-usage[^>]*>.*?</pre>', text, re.S)
+        assert block is not None, f"{page.name} shows no usage"
+        usage = html_module.unescape(re.sub(r"<[^>]+>", "", block.group(0))).strip()
+        long_lines = [line for line in usage.splitlines() if len(line) > 48]
+        assert not long_lines, f"{page.name}: usage lines run off the page: {long_lines}"
+        for line in usage.splitlines():
+            opened = line.count("[") + line.count("{")
+            assert opened == line.count("]") + line.count(
+                "}"
+            ), f"{page.name}: a usage line is broken inside an option group: {line!r}"
