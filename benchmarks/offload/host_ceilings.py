@@ -28,7 +28,7 @@ threads); some run again with transparent huge pages off for the process (``-thp
 alone and beside a DMA that keeps writing host memory, with torch's copy and with memmove
 threads.
 
-Usage (on a machine with a GPU; about 2 minutes on an H200)::
+Usage (on a machine with a GPU)::
 
     python benchmarks/offload/host_ceilings.py --out offload_ceilings.json
 """

@@ -39,7 +39,7 @@ have moved. ``overshoot_floor_bytes``, the larger of it and the largest tensor, 
 overshoot to expect where tensors share segments; it is not a strict bound, since segments
 freed earlier also hand back their free blocks, which the start counted.
 
-Usage (on a machine with a GPU; the full run takes about 6 minutes on an H200)::
+Usage (on a machine with a GPU; each case runs in a process of its own)::
 
     python benchmarks/offload/run.py                       # every case, saves the JSON
     python benchmarks/offload/run.py --sizes 3 --out /tmp/offload.json
@@ -421,9 +421,9 @@ def segment_figures(tensors: Dict[int, int]) -> Dict[str, Any]:
     live bytes of the fullest segment bound what any tensor-by-tensor offload can hand back
     before all of its tensors have moved.
     """
-    import torch
-
     import bisect
+
+    import torch
 
     addresses = sorted(tensors)
     largest_live = largest_size = shared = 0
