@@ -1,0 +1,92 @@
+"""The base that matches the user's environment: the installed ``torch_tensorrt``.
+
+``TORCHTRT_BASE_VERSION=installed`` (or ``build --release installed``) asks for the official
+wheel of the release, Python and platform of the ``torch_tensorrt`` distribution installed in
+the running Python. The release is the distribution's version; the Python and platform come
+from the tags in its installed ``.dist-info/WHEEL`` file, which pip copies from the wheel.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+from typing import Optional, Tuple
+
+from packaging.tags import Tag, parse_tag
+from packaging.version import InvalidVersion, Version
+from patched_wheel import PatchError
+from patched_wheel.download import BaseRequest
+from patched_wheel.lock import UNLOCKED_OPT_IN
+from patched_wheel.wheelfile import parse_headers
+
+__all__ = ["INSTALLED", "installed_request"]
+
+INSTALLED = "installed"
+DISTRIBUTION = "torch_tensorrt"
+
+
+def _distribution() -> metadata.Distribution:
+    try:
+        return metadata.distribution(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        raise PatchError(
+            f"'{INSTALLED}' asks for the installed {DISTRIBUTION}, and this Python has none; "
+            "install it, or give the release (TORCHTRT_BASE_VERSION or --release)"
+        ) from None
+
+
+def _cpython_tag(distribution: metadata.Distribution) -> Tuple[str, str]:
+    """(Python ``3.N``, platform) of the first CPython tag in the installed WHEEL file."""
+    text = distribution.read_text("WHEEL") or ""
+    found = [
+        tag
+        for key, value in parse_headers(text.encode("utf-8"))
+        if key.lower() == "tag"
+        for tag in _tags(value)
+        if tag.interpreter.startswith("cp3") and tag.interpreter[3:].isdigit()
+    ]
+    if not found:
+        raise PatchError(
+            f"the installed {DISTRIBUTION} has no CPython tag in its WHEEL file (not installed "
+            "from a wheel?); give the release, platform and Python instead"
+        )
+    return f"3.{found[0].interpreter[3:]}", found[0].platform
+
+
+def _tags(value: str) -> Tuple[Tag, ...]:
+    try:
+        return tuple(sorted(parse_tag(value.strip()), key=str))
+    except ValueError:
+        return ()
+
+
+def _release(version: str, unlocked: bool) -> str:
+    try:
+        parsed: Optional[Version] = Version(version)
+    except InvalidVersion:
+        parsed = None
+    if parsed is None or str(parsed) != version or len(parsed.release) != 3:
+        raise PatchError(
+            f"the installed {DISTRIBUTION} {version!r} is not a release the build knows; "
+            "give the release (TORCHTRT_BASE_VERSION or --release) instead"
+        )
+    if parsed.local is not None and not unlocked:
+        raise PatchError(
+            f"the installed {DISTRIBUTION} {version} is a CUDA-variant release (+{parsed.local}"
+            "), which the lock of official wheels does not know: the lock holds PyPI's wheels "
+            f"only. To build from it anyway, {UNLOCKED_OPT_IN} with your index in "
+            "PIP_INDEX_URL, or set TORCHTRT_BASE_WHEEL to its wheel file"
+        )
+    return version
+
+
+def installed_request(*, unlocked: bool = False) -> BaseRequest:
+    """The release, platform and Python of the installed ``torch_tensorrt``.
+
+    Raises:
+        PatchError: If none is installed, it has no CPython tag, or it is a CUDA-variant
+            release and ``unlocked`` is false.
+    """
+    distribution = _distribution()
+    release = _release(distribution.version, unlocked)
+    python, platform = _cpython_tag(distribution)
+    return BaseRequest(release, platform, python)
