@@ -70,6 +70,10 @@ def rerecord(entries: List[Member], listed: Optional[Mapping[str, bytes]] = None
             continue
         shown = (listed or {}).get(info.filename, data)
         rows.append(f"{info.filename},{record_hash(shown)},{len(shown)}")
+    present = {info.filename for info, _ in entries}
+    for name, shown in (listed or {}).items():
+        if name not in present:  # listed in RECORD, absent from the zip
+            rows.append(f"{name},{record_hash(shown)},{len(shown)}")
     rows.append(f"{dist_info}/RECORD,,")
     record = ("\n".join(rows) + "\n").encode()
     return [(i, record if i.filename == f"{dist_info}/RECORD" else d) for i, d in entries]

@@ -126,15 +126,18 @@ def read_wheel_file(path: Path, *, what: str) -> bytes:
     """
     try:
         with open(path, "rb") as stream:
-            if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+            status = os.fstat(stream.fileno())
+            if not stat.S_ISREG(status.st_mode):
                 raise IsADirectoryError(21, "not a regular file")
-            data = stream.read(MAX_WHEEL_BYTES + 1)
+            # Never more than the file's size plus one byte (a file growing meanwhile shows).
+            size = status.st_size
+            data = b"" if size > MAX_WHEEL_BYTES else stream.read(min(size, MAX_WHEEL_BYTES) + 1)
     except OSError as error:
         raise PatchError(
             f"{what} {str(path)!r} cannot be read ({error.strerror or error}); give the path "
             "of an official torch-tensorrt wheel file"
         ) from None
-    if len(data) > MAX_WHEEL_BYTES:
+    if len(data) > MAX_WHEEL_BYTES or status.st_size > MAX_WHEEL_BYTES:
         raise PatchError(
             f"{what} {str(path)!r} is larger than {MAX_WHEEL_BYTES >> 20} MiB, which no "
             "official wheel is; use the official wheel"
