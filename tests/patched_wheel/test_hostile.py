@@ -35,7 +35,7 @@ from patched_wheel import PatchError
 from patched_wheel.base import read_base
 from patched_wheel.build import build_patched_wheel
 from patched_wheel.download import BaseRequest
-from patched_wheel.lock import load_lock
+from patched_wheel.lock import Lock, load_lock
 from patched_wheel.resolve import fetch_base
 from patched_wheel.wheelfile import MAX_WHEEL_BYTES
 
@@ -47,10 +47,14 @@ CHANGED = "; the wheel was changed or damaged after it was built, use the offici
 
 @pytest.fixture(scope="module")
 def slim(base_wheels: Dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The official 2.14.0 wheel less its binaries (crafting stays fast), RECORD rewritten."""
+    """The official 2.14.0 wheel less its binaries, stored uncompressed (crafting and building
+    stay fast), RECORD rewritten."""
 
     def sources_only(entries: List[Member]) -> List[Member]:
-        return [(i, d) for i, d in entries if not i.filename.endswith((".so", ".dll", ".exe"))]
+        kept = [(i, d) for i, d in entries if not i.filename.endswith((".so", ".dll", ".exe"))]
+        for info, _ in kept:
+            info.compress_type = zipfile.ZIP_STORED
+        return kept
 
     return craft(base_wheels["2.14.0"], tmp_path_factory.mktemp("slim"), sources_only)
 
@@ -331,7 +335,7 @@ def test_unsupported_member_encoding_is_refused(
 def test_name_marked_utf8_that_is_not_is_refused(slim: Path, tmp_path: Path, out_dir: Path) -> None:
     base = craft(slim, tmp_path, new("torch_tensorrt/caf\xe9.py"))
     data = base.read_bytes()
-    assert data.count("caf\xe9.py".encode()) == 2  # the local header and the central directory
+    assert data.count("caf\xe9.py".encode()) >= 2  # the local header, the central directory
     base.write_bytes(data.replace("caf\xe9.py".encode(), b"caf\xe9\xe9.py"))
     refused(base, out_dir, exactly(f"{NAME}: a member's name is marked UTF-8 but is not{REFUSED}"))
 
@@ -365,13 +369,11 @@ def test_wheel_beyond_the_size_cap_is_refused_unread(tmp_path: Path, out_dir: Pa
     base = tmp_path / NAME
     with open(base, "wb") as stream:
         stream.truncate(MAX_WHEEL_BYTES + 1)  # sparse: costs no disk
-    refused(
-        base,
-        out_dir,
-        exactly(
-            f"base wheel {str(base)!r} is larger than {MAX_WHEEL_BYTES >> 20} MiB, which no "
-            "official wheel is; use the official wheel"
-        ),
+    with pytest.raises(PatchError) as error:
+        read_base(base, lock=Lock({}), unlocked=True)
+    assert str(error.value) == (
+        f"base wheel {str(base)!r} is larger than {MAX_WHEEL_BYTES >> 20} MiB, which no "
+        "official wheel is; use the official wheel"
     )
 
 
