@@ -5,30 +5,36 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import sysconfig
+import textwrap
+import time
 from pathlib import Path
-from typing import Dict
+from typing import Dict, List
 
 import pytest
-from build_helpers import fetch
+from wheel_helpers import TEST_PLATFORM, fetch, sha256
 
 from patched_wheel.__main__ import main
-from patched_wheel.base import REPOSITORY, BaseRequest
-from patched_wheel.lock import load_lock, refresh_lock, write_lock
+from patched_wheel.download import BaseRequest
+from patched_wheel.lock import load_lock, write_lock
 from patched_wheel.matrix import (
-    DOCS_MATRIX,
     END_MARKER,
-    README,
     START_MARKER,
     MatrixEntry,
     readme_table,
     update_docs,
 )
-from patched_wheel.wheelfile import sha256_of_file
+from patched_wheel.paths import DOCS_MATRIX, README, REPOSITORY
+from patched_wheel.policy import SUPPORTED_RELEASES
+from patched_wheel.refresh import refresh_lock
 
 PY_TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"
+RUNNING_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
+SUPPORTED = ", ".join(SUPPORTED_RELEASES)
+UNREACHABLE_INDEX = "http://127.0.0.1:9/simple"  # the discard port: the connection is refused
 
 
 def pip_wheel(dest: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -43,41 +49,54 @@ def pip_wheel(dest: Path, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _running_platform() -> str:
+    return sysconfig.get_platform().replace("linux", "manylinux_2_28").replace("-", "_")
+
+
+@pytest.mark.network
 def test_pip_wheel_builds_the_default_base(tmp_path: Path) -> None:
-    fetch("2.14.0", f"{sys.version_info.major}.{sys.version_info.minor}", _running_platform())
+    fetch(SUPPORTED_RELEASES[-1], RUNNING_PYTHON, _running_platform())
     completed = pip_wheel(tmp_path)
     assert completed.returncode == 0, completed.stdout + completed.stderr
     (wheel,) = tmp_path.glob("*.whl")
-    assert wheel.name.startswith(f"torch_tensorrt-2.14.0+memfix1-{PY_TAG}-{PY_TAG}-")
+    assert wheel.name.startswith(f"torch_tensorrt-{SUPPORTED_RELEASES[-1]}+memfix1-{PY_TAG}-")
 
 
-def test_pip_wheel_refuses_an_unsupported_release(tmp_path: Path) -> None:
-    completed = pip_wheel(tmp_path, TORCHTRT_BASE_VERSION="2.9.0")
+@pytest.mark.network
+def test_pip_wheel_refuses_an_unsupported_release(
+    tmp_path: Path, unsupported_wheel: Path
+) -> None:
+    completed = pip_wheel(tmp_path, TORCHTRT_BASE_WHEEL=str(unsupported_wheel))
     assert completed.returncode != 0
     output = completed.stdout + completed.stderr
     assert "no top-level 'release_host_and_device_memory'" in output
-    assert "Supported base releases are 2.10.0, 2.11.0, 2.12.0, 2.12.1, 2.13.0, 2.14.0" in output
+    assert f"Supported base releases are {SUPPORTED}" in output
     assert list(tmp_path.glob("*.whl")) == []
 
 
-def test_python_m_build_with_a_given_base_wheel(tmp_path: Path) -> None:
-    base = fetch("2.13.0")
+@pytest.mark.network
+def test_python_m_build_through_the_sdist_equals_pip_wheel(
+    tmp_path: Path, base_wheels: Dict[str, Path]
+) -> None:
+    base = base_wheels["2.13.0"]
     completed = subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path), str(REPOSITORY)],
+        [sys.executable, "-m", "build", "--outdir", str(tmp_path / "build"), str(REPOSITORY)],
         env=dict(os.environ, TORCHTRT_BASE_WHEEL=str(base)),
         capture_output=True,
         text=True,
         check=False,
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    (wheel,) = tmp_path.glob("*.whl")
+    (sdist,) = (tmp_path / "build").glob("*.tar.gz")
+    (wheel,) = (tmp_path / "build").glob("*.whl")
     assert wheel.name == base.name.replace("2.13.0", "2.13.0+memfix1")
+    piped = pip_wheel(tmp_path / "pip", TORCHTRT_BASE_WHEEL=str(base))
+    assert piped.returncode == 0, piped.stdout + piped.stderr
+    assert sha256(wheel) == sha256(tmp_path / "pip" / wheel.name)
+    assert sdist.name.startswith("torch_tensorrt-2.13.0+memfix1")
 
 
-def _running_platform() -> str:
-    return sysconfig.get_platform().replace("linux", "manylinux_2_28").replace("-", "_")
-
-
+@pytest.mark.network
 @pytest.mark.parametrize(
     ("env", "expected"),
     [
@@ -97,7 +116,7 @@ def _running_platform() -> str:
         ),
         pytest.param(
             {"TORCHTRT_BASE_PLATFORM": "win_amd64", "TORCHTRT_BASE_PYTHON": "3.11"},
-            "torch_tensorrt-2.14.0+memfix1-cp311-cp311-win_amd64.whl",
+            f"torch_tensorrt-{SUPPORTED_RELEASES[-1]}+memfix1-cp311-cp311-win_amd64.whl",
             id="platform-only-windows",
         ),
     ],
@@ -111,59 +130,80 @@ def test_variables_choose_the_base(
 ) -> None:
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    assert main(["build", "--dest", str(tmp_path)]) == 0
+    assert main(["build", "--out", str(tmp_path)]) == 0
     (wheel,) = tmp_path.glob("*.whl")
     assert wheel.name.startswith(expected)
     assert capsys.readouterr().out.strip() == str(wheel)
 
 
 def test_base_wheel_variable(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    base_wheels: Dict[str, Path],
 ) -> None:
-    base = fetch("2.13.0")
+    base = base_wheels["2.13.0"]
     monkeypatch.setenv("TORCHTRT_BASE_WHEEL", str(base))
-    assert main(["build", "--dest", str(tmp_path)]) == 0
+    assert main(["build", "--out", str(tmp_path)]) == 0
     assert capsys.readouterr().out.strip() == str(
         tmp_path / base.name.replace("2.13.0", "2.13.0+memfix1")
     )
 
 
-@pytest.mark.parametrize(
-    ("env", "message"),
-    [
-        pytest.param(
-            {"TORCHTRT_BASE_WHEEL": "/no/such.whl"},
-            "TORCHTRT_BASE_WHEEL='/no/such.whl' is not a file; give the path of an official "
-            "torch-tensorrt wheel",
-            id="missing-wheel",
-        ),
-        pytest.param(
-            {"TORCHTRT_BASE_WHEEL": "/no/such.whl", "TORCHTRT_BASE_VERSION": "2.14.0"},
-            "TORCHTRT_BASE_WHEEL is set together with TORCHTRT_BASE_VERSION; the wheel's name "
-            "already fixes release, platform and Python, so unset the others",
-            id="wheel-and-version",
-        ),
-        pytest.param(
-            {"TORCHTRT_BASE_VERSION": "2.14"},
-            "TORCHTRT_BASE_VERSION='2.14' is not a release such as '2.14.0'; supported base "
-            "releases are 2.10.0, 2.11.0, 2.12.0, 2.12.1, 2.13.0, 2.14.0",
-            id="short-version",
-        ),
-        pytest.param(
-            {"TORCHTRT_BASE_PYTHON": "3"},
-            "TORCHTRT_BASE_PYTHON='3' is not a Python version such as '3.12'; give major.minor",
-            id="bad-python",
-        ),
-        pytest.param(
-            {"TORCHTRT_BASE_VERSION": "2.13.0", "TORCHTRT_BASE_PYTHON": "3.9"},
-            "PyPI has no official wheel of torch-tensorrt==2.13.0 for Python 3.9 on this "
-            "platform; pick another with TORCHTRT_BASE_VERSION, TORCHTRT_BASE_PLATFORM and "
-            "TORCHTRT_BASE_PYTHON (supported base releases are 2.10.0, 2.11.0, 2.12.0, 2.12.1, "
-            "2.13.0, 2.14.0)",
-            id="not-on-pypi",
-        ),
-    ],
-)
+BAD_VARIABLES = [
+    pytest.param(
+        {"TORCHTRT_BASE_WHEEL": "/no/such.whl"},
+        "TORCHTRT_BASE_WHEEL '/no/such.whl' cannot be read (No such file or directory); give "
+        "the path of an official torch-tensorrt wheel file",
+        id="missing-wheel",
+    ),
+    pytest.param(
+        {"TORCHTRT_BASE_WHEEL": "/no/such.whl", "TORCHTRT_BASE_VERSION": "2.14.0"},
+        "TORCHTRT_BASE_WHEEL is set together with TORCHTRT_BASE_VERSION; the wheel's name "
+        "already fixes release, platform and Python, so unset the others",
+        id="wheel-and-version",
+    ),
+    pytest.param(
+        {"TORCHTRT_BASE_VERSION": "2.14"},
+        f"TORCHTRT_BASE_VERSION='2.14' is not a release such as '{SUPPORTED_RELEASES[-1]}'; "
+        f"supported base releases are {SUPPORTED}",
+        id="short-version",
+    ),
+    pytest.param(
+        {"TORCHTRT_BASE_VERSION": "v2.14.0"},
+        "TORCHTRT_BASE_VERSION='v2.14.0' is not a canonical release; write '2.14.0'",
+        id="v-prefix",
+    ),
+    pytest.param(
+        {"TORCHTRT_BASE_VERSION": " 2.14.0"},
+        "TORCHTRT_BASE_VERSION=' 2.14.0' is not a canonical release; write '2.14.0'",
+        id="leading-space",
+    ),
+    pytest.param(
+        {"TORCHTRT_BASE_VERSION": "2.14.00"},
+        "TORCHTRT_BASE_VERSION='2.14.00' is not a canonical release; write '2.14.0'",
+        id="padded",
+    ),
+    pytest.param(
+        {"TORCHTRT_BASE_PYTHON": "3"},
+        "TORCHTRT_BASE_PYTHON='3' is not a Python version such as '3.12'; give major.minor",
+        id="bad-python",
+    ),
+    pytest.param(
+        {"TORCHTRT_BASE_PLATFORM": "Linux x86"},
+        "TORCHTRT_BASE_PLATFORM='Linux x86' is not a platform tag such as "
+        "'manylinux_2_28_x86_64' or 'win_amd64'",
+        id="bad-platform",
+    ),
+    pytest.param(
+        {"TORCHTRT_BASE_UNLOCKED": "yes"},
+        "TORCHTRT_BASE_UNLOCKED='yes' is not 0 or 1; set 1 to opt in",
+        id="bad-unlocked",
+    ),
+]
+
+
+@pytest.mark.parametrize(("env", "message"), BAD_VARIABLES)
 def test_bad_variables_exit_1_with_a_message(
     env: Dict[str, str],
     message: str,
@@ -173,19 +213,121 @@ def test_bad_variables_exit_1_with_a_message(
 ) -> None:
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    assert main(["build", "--dest", str(tmp_path / "dist")]) == 1
+    assert main(["build", "--out", str(tmp_path / "dist")]) == 1
     assert capsys.readouterr().err == f"error: {message}\n"
     assert not (tmp_path / "dist").exists()
 
 
-def test_matrix_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    fetch("2.13.0")
-    argv = ["matrix", "--release", "2.13.0", "--platform", "manylinux_2_28_x86_64"]
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(
+            ["--release", "v2.14.0"],
+            "argument --release: 'v2.14.0' is not a canonical release; write '2.14.0'",
+            id="release-v-prefix",
+        ),
+        pytest.param(
+            ["--release", "2.14.00"],
+            "argument --release: '2.14.00' is not a canonical release; write '2.14.0'",
+            id="release-padded",
+        ),
+        pytest.param(
+            ["--python", "3"],
+            "argument --python: '3' is not a Python version such as '3.12'; give major.minor",
+            id="python",
+        ),
+        pytest.param(
+            ["--base-wheel", "x.whl", "--release", "2.14.0"],
+            "--base-wheel fixes release, platform and Python; leave those options out",
+            id="wheel-and-release",
+        ),
+    ],
+)
+def test_bad_options_exit_2_with_a_message(
+    argv: List[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_status:
+        main(["build", "--out", str(tmp_path / "dist")] + argv)
+    assert exit_status.value.code == 2
+    assert capsys.readouterr().err.endswith(f"error: {message}\n")
+    assert not (tmp_path / "dist").exists()
+
+
+@pytest.mark.network
+def test_a_wheel_the_index_lacks_is_told_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["build", "--release", "2.13.0", "--python", "3.9", "--out", str(tmp_path / "dist")]
+    assert main(argv + ["--cache", str(tmp_path / "cache")]) == 1
+    assert capsys.readouterr().err == (
+        "error: the package index has no official wheel of torch-tensorrt==2.13.0 for Python "
+        "3.9 on this platform; pick another with TORCHTRT_BASE_VERSION, TORCHTRT_BASE_PLATFORM "
+        "and TORCHTRT_BASE_PYTHON (or --release, --platform and --python)\n"
+    )
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pip and the build's own requests go to an index that refuses connections."""
+    monkeypatch.setenv("PIP_INDEX_URL", UNREACHABLE_INDEX)
+    monkeypatch.setenv("PIP_RETRIES", "0")
+
+
+UNREACHABLE = re.escape(f"could not reach the package index {UNREACHABLE_INDEX}/torch-tensorrt/ (")
+
+
+@pytest.mark.usefixtures("offline")
+def test_an_unreachable_index_is_not_a_missing_wheel(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["build", "--release", "2.13.0", "--python", "3.12", "--out", str(tmp_path / "dist")]
+    assert main(argv + ["--cache", str(tmp_path / "cache")]) == 1
+    error = capsys.readouterr().err
+    assert re.fullmatch(
+        "error: "
+        + UNREACHABLE
+        + ".*"
+        + re.escape("); check the network and the proxy, or set TORCHTRT_BASE_WHEEL to a ")
+        + "downloaded official wheel\n",
+        error,
+    ), error
+    assert not (tmp_path / "dist").exists()
+
+
+@pytest.mark.usefixtures("offline")
+def test_lock_offline_exits_1_and_leaves_the_lock_unchanged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lock_file = tmp_path / "lock.json"
+    write_lock({"torch_tensorrt-2.10.0-cp310-cp310-win_amd64.whl": "ab" * 32}, lock_file)
+    before = lock_file.read_bytes()
+    assert main(["lock", "--release", "2.13.0", "--lock", str(lock_file)]) == 1
+    assert re.match("error: " + UNREACHABLE, capsys.readouterr().err)
+    assert lock_file.read_bytes() == before
+
+
+@pytest.mark.usefixtures("offline")
+def test_matrix_offline_exits_1_and_writes_no_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = {path: path.read_bytes() for path in (README, DOCS_MATRIX)}
+    argv = ["matrix", "--release", "2.13.0", "--out", str(tmp_path / "out"), "--update-docs"]
+    assert main(argv) == 1
+    assert re.match("error: " + UNREACHABLE, capsys.readouterr().err)
+    assert {path: path.read_bytes() for path in docs} == docs
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.network
+def test_matrix_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], base_wheels: Dict[str, Path]
+) -> None:
+    argv = ["matrix", "--release", "2.13.0", "--platform", TEST_PLATFORM]
     assert main(argv + ["--python", "3.11", "--python", "3.9", "--out", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
     name = "torch_tensorrt-2.13.0+memfix1-cp311-cp311-manylinux_2_28_x86_64.whl"
-    assert re.search(rf"^\[  1/1\] {re.escape(name)} \(\d+\.\d\d s\)$", out, re.M)
-    assert re.search(r"^2\.13\.0 +1 +0 +\d+\.\d$", out, re.M)
+    assert re.search(rf"^\[  1/1\] {re.escape(name)} \(\d+\.\d\d s\)$", captured.err, re.M)
+    assert re.search(r"^2\.13\.0 +1 +0 +\d+\.\d$", captured.out, re.M)
     document = json.loads((tmp_path / "supported_matrix.json").read_text())
     assert document["releases"] == [
         {
@@ -208,7 +350,6 @@ def test_update_docs_rewrites_only_the_marked_table(tmp_path: Path) -> None:
     entries = [
         MatrixEntry("2.14.0", "win_amd64", "3.12", "b.whl", "p.whl", 1.0),
         MatrixEntry("2.14.0", "manylinux_2_28_x86_64", "3.10", "b.whl", "p.whl", 1.0),
-        MatrixEntry("2.14.0", "manylinux_2_28_x86_64", "3.9", "b.whl", None, 1.0, "refused"),
     ]
     update_docs(entries, docs_matrix=tmp_path / "m.json", readme=readme)
     assert readme.read_text() == (
@@ -219,6 +360,19 @@ def test_update_docs_rewrites_only_the_marked_table(tmp_path: Path) -> None:
         f"{END_MARKER}\nafter\n"
     )
     assert json.loads((tmp_path / "m.json").read_text())["local_label"] == "memfix1"
+
+
+def test_update_docs_never_writes_a_partial_table(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"before\n{START_MARKER}\nold\n{END_MARKER}\nafter\n")
+    entries = [
+        MatrixEntry("2.14.0", "win_amd64", "3.12", "b.whl", "p.whl", 1.0),
+        MatrixEntry("2.14.0", "manylinux_2_28_x86_64", "3.10", "c.whl", None, 1.0, "refused"),
+    ]
+    with pytest.raises(Exception, match=re.escape("1 of 2 wheels were not built, so the docs")):
+        update_docs(entries, docs_matrix=tmp_path / "m.json", readme=readme)
+    assert readme.read_text() == f"before\n{START_MARKER}\nold\n{END_MARKER}\nafter\n"
+    assert not (tmp_path / "m.json").exists()
 
 
 def test_committed_readme_table_is_the_generated_one() -> None:
@@ -241,15 +395,18 @@ def test_committed_readme_table_is_the_generated_one() -> None:
     assert block.strip() == readme_table(entries)
 
 
-def test_lock_refresh_records_the_sha256_and_keeps_other_releases(tmp_path: Path) -> None:
-    base = fetch("2.13.0")
+@pytest.mark.network
+def test_lock_refresh_takes_the_sha256_from_a_fresh_download(
+    tmp_path: Path, base_wheels: Dict[str, Path]
+) -> None:
     lock_file = tmp_path / "lock.json"
     write_lock({"torch_tensorrt-2.10.0-cp310-cp310-win_amd64.whl": "ab" * 32}, lock_file)
     request = BaseRequest("2.13.0", "manylinux_2_28_x86_64", "3.11")
-    refresh_lock([request], base.parent, path=lock_file)
-    assert load_lock(lock_file) == {
+    refresh_lock([request], path=lock_file)
+    base = base_wheels["2.13.0"]
+    assert load_lock(lock_file).wheels == {
         "torch_tensorrt-2.10.0-cp310-cp310-win_amd64.whl": "ab" * 32,
-        base.name: sha256_of_file(base),
+        base.name: load_lock().wheels[base.name],
     }
 
 
@@ -261,3 +418,123 @@ def test_cli_runs_as_a_script_folder() -> None:
         check=True,
     )
     assert "{build,matrix,lock}" in completed.stdout
+
+
+# --- Interruption --------------------------------------------------------------------------
+
+CHILD = """\
+import sys, time, zipfile
+from pathlib import Path
+from patched_wheel.base import read_base
+from patched_wheel.build import build_patched_wheel
+from patched_wheel.lock import load_lock
+
+base, out, marker = map(Path, sys.argv[1:])
+wheel = read_base(base, lock=load_lock())
+def stalled(self, *args, **kwargs):  # stands for a slow disk: the write takes a while
+    marker.touch()
+    time.sleep(60)
+zipfile.ZipFile.writestr = stalled
+build_patched_wheel(wheel, out_dir=out)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_interruption_leaves_no_temporary_file(
+    base_wheels: Dict[str, Path], tmp_path: Path, signum: int
+) -> None:
+    out, marker = tmp_path / "out", tmp_path / "writing"
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(base_wheels["2.14.0"]), str(out), str(marker)],
+        env=dict(os.environ, PYTHONPATH=str(REPOSITORY / "tools")),
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while not marker.exists() and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert marker.exists(), child.communicate()[1]
+    assert [p.name.endswith(".whl.tmp") for p in out.iterdir()] == [True]
+    child.send_signal(signum)
+    child.communicate(timeout=60)
+    assert child.returncode != 0
+    assert list(out.iterdir()) == []
+
+
+# --- The installed torch_tensorrt as the base -------------------------------------------------
+
+
+def fake_installed(folder: Path, version: str, tag: str) -> None:
+    """A ``torch_tensorrt`` distribution as pip leaves it: a .dist-info folder on sys.path."""
+    dist_info = folder / f"torch_tensorrt-{version}.dist-info"
+    dist_info.mkdir(parents=True)
+    (dist_info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: torch_tensorrt\nVersion: {version}\n"
+    )
+    (dist_info / "WHEEL").write_text(
+        textwrap.dedent(
+            f"""\
+            Wheel-Version: 1.0
+            Generator: setuptools (80.0.0)
+            Root-Is-Purelib: false
+            Tag: {tag}
+            """
+        )
+    )
+
+
+def test_installed_release_is_the_base(
+    base_wheels: Dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fake_installed(tmp_path / "site", "2.13.0", "cp311-cp311-manylinux_2_28_x86_64")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    cache = base_wheels["2.13.0"].parent
+    argv = ["build", "--release", "installed", "--out", str(tmp_path / "a"), "--cache", str(cache)]
+    assert main(argv) == 0
+    monkeypatch.setenv("TORCHTRT_BASE_VERSION", "installed")
+    assert main(["build", "--out", str(tmp_path / "b"), "--cache", str(cache)]) == 0
+    name = "torch_tensorrt-2.13.0+memfix1-cp311-cp311-manylinux_2_28_x86_64.whl"
+    assert capsys.readouterr().out.split() == [str(tmp_path / "a" / name), str(tmp_path / "b" / name)]
+
+
+def test_installed_cuda_variant_points_to_the_opt_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_installed(tmp_path / "site", "2.9.0+cu128", "cp311-cp311-linux_x86_64")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    assert main(["build", "--release", "installed", "--out", str(tmp_path / "dist")]) == 1
+    assert capsys.readouterr().err == (
+        "error: the installed torch_tensorrt 2.9.0+cu128 is a CUDA-variant release (+cu128), "
+        "which the lock of official wheels does not know: the lock holds PyPI's wheels only. "
+        "To build from it anyway, set TORCHTRT_BASE_UNLOCKED=1 (or pass build --unlocked) with "
+        "your index in PIP_INDEX_URL, or set TORCHTRT_BASE_WHEEL to its wheel file\n"
+    )
+
+
+def test_installed_cuda_variant_unlocked_asks_for_that_release(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from patched_wheel.choice import choice_from_environment
+
+    fake_installed(tmp_path / "site", "2.9.0+cu128", "cp312-cp312-linux_x86_64")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    environ = {"TORCHTRT_BASE_VERSION": "installed", "TORCHTRT_BASE_UNLOCKED": "1"}
+    choice = choice_from_environment(environ)
+    assert (choice.request, choice.unlocked) == (
+        BaseRequest("2.9.0+cu128", "linux_x86_64", "3.12"),
+        True,
+    )
+
+
+def test_nothing_installed_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])  # no distribution anywhere
+    assert main(["build", "--release", "installed", "--out", str(tmp_path / "dist")]) == 1
+    assert capsys.readouterr().err == (
+        "error: 'installed' asks for the installed torch_tensorrt, and this Python has none; "
+        "install it, or give the release (TORCHTRT_BASE_VERSION or --release)\n"
+    )

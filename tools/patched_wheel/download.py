@@ -34,6 +34,7 @@ __all__ = [
     "NoSuchWheel",
     "acceptable_tags",
     "index_digests",
+    "index_url",
     "pip_download",
 ]
 
@@ -128,7 +129,7 @@ def _get(url: str, accept: str) -> Optional[bytes]:
         ) from None
 
 
-def index_digests(index: str = DEFAULT_INDEX) -> Dict[str, str]:
+def index_digests(index: str) -> Dict[str, str]:
     """File name -> sha256 of every file of the project on the index (PEP 691 JSON).
 
     Raises:

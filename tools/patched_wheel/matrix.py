@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from patched_wheel import PatchError
 from patched_wheel.base import read_base
 from patched_wheel.build import build_patched_wheel
-from patched_wheel.download import DEFAULT_INDEX, BaseRequest, index_digests
+from patched_wheel.download import BaseRequest, index_digests, index_url
 from patched_wheel.lock import Lock
 from patched_wheel.policy import LOCAL_LABEL
 from patched_wheel.refresh import indexed_name
@@ -103,14 +103,14 @@ def build_matrix(
     lock: Lock,
     overlay: Optional[OverlayParts] = None,
     jobs: int = 4,
-    index: str = DEFAULT_INDEX,
+    index: Optional[str] = None,
 ) -> List[MatrixEntry]:
     """Build the patched wheel of every base in ``requests`` that the index has.
 
     Raises:
         IndexUnreachable: If the index's list of files cannot be had (nothing is built).
     """
-    digests = index_digests(index)
+    digests = index_digests(index or index_url())
     found = [(r, n) for r in requests for n in [indexed_name(r, digests)] if n is not None]
     entries: List[MatrixEntry] = []
     fetched = _fetch(found, lock, cache_dir, jobs)

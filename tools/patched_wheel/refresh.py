@@ -19,11 +19,11 @@ from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 from patched_wheel import PatchError
 from patched_wheel.download import (
-    DEFAULT_INDEX,
     BaseRequest,
     NoSuchWheel,
     acceptable_tags,
     index_digests,
+    index_url,
     pip_download,
 )
 from patched_wheel.lock import Lock, load_lock, write_lock
@@ -90,7 +90,7 @@ def refresh_lock(
     requests: Sequence[BaseRequest],
     *,
     path: Path = LOCK_FILE,
-    index: str = DEFAULT_INDEX,
+    index: Optional[str] = None,
     jobs: int = 4,
 ) -> Lock:
     """Record the sha256 of every requested official wheel the index has.
@@ -103,7 +103,7 @@ def refresh_lock(
     """
     old = load_lock(path) if path.exists() else Lock({})
     try:
-        digests = index_digests(index)
+        digests = index_digests(index or index_url())
     except NoSuchWheel as error:
         raise PatchError(f"{error}; the lock is left unchanged") from None
     wheels, problems = _fetch_all(requests, digests, jobs)
