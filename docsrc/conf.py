@@ -32,10 +32,10 @@ def _constant(path: Path, name: str) -> str:
 
 
 def _supported_releases() -> list[str]:
-    source = (PATCHED_WHEEL / "base.py").read_text(encoding="utf-8")
+    source = (PATCHED_WHEEL / "policy.py").read_text(encoding="utf-8")
     match = re.search(r"^SUPPORTED_RELEASES = \(([^)]*)\)", source, re.M)
     if match is None:
-        raise RuntimeError("tools/patched_wheel/base.py: no SUPPORTED_RELEASES = (...)")
+        raise RuntimeError("tools/patched_wheel/policy.py: no SUPPORTED_RELEASES = (...)")
     return re.findall(r'"([^"]+)"', match.group(1))
 
 
@@ -57,7 +57,7 @@ def _mib(size: int) -> str:
 
 SUPPORTED_RELEASES = _supported_releases()
 DEFAULT_RELEASE = SUPPORTED_RELEASES[-1]
-LOCAL_LABEL = _constant(PATCHED_WHEEL / "build.py", "LOCAL_LABEL")
+LOCAL_LABEL = _constant(PATCHED_WHEEL / "policy.py", "LOCAL_LABEL")
 
 project = "torch_tensorrt compile-memory fork"
 author = "the fork's authors"
