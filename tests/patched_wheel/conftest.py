@@ -12,10 +12,9 @@ from types import ModuleType
 from typing import Callable, Dict, Iterator, Mapping, Optional
 
 import pytest
-from wheel_helpers import UNSUPPORTED_RELEASE, fetch, make_wheel
-
 from patched_wheel.overlay import load_overlay
 from patched_wheel.policy import SUPPORTED_RELEASES
+from wheel_helpers import UNSUPPORTED_RELEASE, fetch, make_wheel
 
 BUILD_VARIABLES = (
     "TORCHTRT_BASE_WHEEL",

@@ -14,15 +14,6 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
-from wheel_helpers import (
-    TARGET,
-    TEST_PLATFORM,
-    TEST_PYTHON,
-    fetch,
-    members,
-    sha256,
-)
-
 from patched_wheel import PatchError
 from patched_wheel.base import read_base
 from patched_wheel.build import build_patched_wheel
@@ -31,6 +22,14 @@ from patched_wheel.overlay import read_overlay
 from patched_wheel.paths import DEFAULT_OVERLAY as OVERLAY
 from patched_wheel.policy import SUPPORTED_RELEASES
 from patched_wheel.splice import parse_overlay, top_level_definitions
+from wheel_helpers import (
+    TARGET,
+    TEST_PLATFORM,
+    TEST_PYTHON,
+    fetch,
+    members,
+    sha256,
+)
 
 
 def build(base: Path, out_dir: Path, lock: Lock, **options: object) -> Path:
@@ -78,7 +77,9 @@ def test_every_other_file_is_byte_identical(
     release: str, base_wheels: Dict[str, Path], patched_wheels: Dict[str, Path]
 ) -> None:
     old, new = f"torch_tensorrt-{release}.dist-info", f"torch_tensorrt-{release}+memfix1.dist-info"
-    before = {name.replace(old, new, 1): data for name, data in members(base_wheels[release]).items()}
+    before = {
+        name.replace(old, new, 1): data for name, data in members(base_wheels[release]).items()
+    }
     after = members(patched_wheels[release])
     changed = {TARGET, f"{new}/METADATA", f"{new}/RECORD"}
     assert set(before) == set(after)
@@ -194,9 +195,10 @@ def test_base_read_once_is_the_base_copied(base_wheels: Dict[str, Path], tmp_pat
         for name, data in entries.items():
             archive.writestr(name, data)
     patched = build_patched_wheel(wheel, out_dir=tmp_path / "out")
-    assert members(patched)["torch_tensorrt/_version.py"] == members(official)[
-        "torch_tensorrt/_version.py"
-    ]
+    assert (
+        members(patched)["torch_tensorrt/_version.py"]
+        == members(official)["torch_tensorrt/_version.py"]
+    )
 
 
 def test_lock_knows_every_supported_test_base(base_wheels: Dict[str, Path]) -> None:

@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
-from wheel_helpers import TEST_PLATFORM, fetch, sha256
-
 from patched_wheel.__main__ import main
 from patched_wheel.download import BaseRequest
 from patched_wheel.lock import load_lock, write_lock
@@ -30,6 +28,7 @@ from patched_wheel.matrix import (
 from patched_wheel.paths import DOCS_MATRIX, README, REPOSITORY
 from patched_wheel.policy import SUPPORTED_RELEASES
 from patched_wheel.refresh import refresh_lock
+from wheel_helpers import TEST_PLATFORM, fetch, sha256
 
 PY_TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"
 RUNNING_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -63,9 +62,7 @@ def test_pip_wheel_builds_the_default_base(tmp_path: Path) -> None:
 
 
 @pytest.mark.network
-def test_pip_wheel_refuses_an_unsupported_release(
-    tmp_path: Path, unsupported_wheel: Path
-) -> None:
+def test_pip_wheel_refuses_an_unsupported_release(tmp_path: Path, unsupported_wheel: Path) -> None:
     completed = pip_wheel(tmp_path, TORCHTRT_BASE_WHEEL=str(unsupported_wheel))
     assert completed.returncode != 0
     output = completed.stdout + completed.stderr
@@ -471,16 +468,12 @@ def fake_installed(folder: Path, version: str, tag: str) -> None:
     (dist_info / "METADATA").write_text(
         f"Metadata-Version: 2.1\nName: torch_tensorrt\nVersion: {version}\n"
     )
-    (dist_info / "WHEEL").write_text(
-        textwrap.dedent(
-            f"""\
+    (dist_info / "WHEEL").write_text(textwrap.dedent(f"""\
             Wheel-Version: 1.0
             Generator: setuptools (80.0.0)
             Root-Is-Purelib: false
             Tag: {tag}
-            """
-        )
-    )
+            """))
 
 
 def test_installed_release_is_the_base(
@@ -497,7 +490,10 @@ def test_installed_release_is_the_base(
     monkeypatch.setenv("TORCHTRT_BASE_VERSION", "installed")
     assert main(["build", "--out", str(tmp_path / "b"), "--cache", str(cache)]) == 0
     name = "torch_tensorrt-2.13.0+memfix1-cp311-cp311-manylinux_2_28_x86_64.whl"
-    assert capsys.readouterr().out.split() == [str(tmp_path / "a" / name), str(tmp_path / "b" / name)]
+    assert capsys.readouterr().out.split() == [
+        str(tmp_path / "a" / name),
+        str(tmp_path / "b" / name),
+    ]
 
 
 def test_installed_cuda_variant_points_to_the_opt_in(

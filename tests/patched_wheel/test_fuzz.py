@@ -16,11 +16,10 @@ from typing import Dict, List
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from wheel_helpers import TARGET, Member, craft, lock_for, members, read_entries, write_entries
-
 from patched_wheel import PatchError
 from patched_wheel.base import read_base
 from patched_wheel.build import build_patched_wheel
+from wheel_helpers import TARGET, Member, craft, lock_for, members, read_entries, write_entries
 
 # Sources kept from the official wheel: the target and the modules that call into it.
 KEPT = ("torch_tensorrt/__init__.py", TARGET, "torch_tensorrt/dynamo/_compiler.py")

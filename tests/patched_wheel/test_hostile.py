@@ -18,6 +18,13 @@ from pathlib import Path
 from typing import Callable, Dict, List
 
 import pytest
+from patched_wheel import PatchError
+from patched_wheel.base import read_base
+from patched_wheel.build import build_patched_wheel
+from patched_wheel.download import BaseRequest
+from patched_wheel.lock import Lock, load_lock
+from patched_wheel.resolve import fetch_base
+from patched_wheel.wheelfile import MAX_WHEEL_BYTES
 from wheel_helpers import (
     TARGET,
     Member,
@@ -30,14 +37,6 @@ from wheel_helpers import (
     rerecord,
     write_entries,
 )
-
-from patched_wheel import PatchError
-from patched_wheel.base import read_base
-from patched_wheel.build import build_patched_wheel
-from patched_wheel.download import BaseRequest
-from patched_wheel.lock import Lock, load_lock
-from patched_wheel.resolve import fetch_base
-from patched_wheel.wheelfile import MAX_WHEEL_BYTES
 
 NAME = "torch_tensorrt-2.14.0-cp311-cp311-manylinux_2_28_x86_64.whl"
 DIST_INFO = "torch_tensorrt-2.14.0.dist-info"
@@ -217,7 +216,9 @@ PLAN_CASES = [
         id="rebinding-after-definition",
     ),
     pytest.param(
-        edited(TARGET, lambda d: d + b"\nif True:\n    from os import getcwd as deallocate_module\n"),
+        edited(
+            TARGET, lambda d: d + b"\nif True:\n    from os import getcwd as deallocate_module\n"
+        ),
         f"{re.escape(NAME)}: {re.escape(TARGET)} binds 'deallocate_module' again at line \\d+, "
         ".*",
         id="rebinding-by-import-in-a-block",
@@ -299,7 +300,9 @@ def test_unreadable_record_is_refused(
     refused(base, out_dir, re.escape(f"{NAME}: ") + pattern + re.escape(REFUSED))
 
 
-def _patch_headers(path: Path, member: str, offset_local: int, offset_central: int, value: int) -> None:
+def _patch_headers(
+    path: Path, member: str, offset_local: int, offset_central: int, value: int
+) -> None:
     """Set a 2-byte field of ``member`` in its local header and its central directory entry."""
     data = bytearray(path.read_bytes())
     with zipfile.ZipFile(path) as archive:
@@ -320,7 +323,9 @@ def _patch_headers(path: Path, member: str, offset_local: int, offset_central: i
 @pytest.mark.parametrize(
     ("local", "central", "value", "problem"),
     [
-        pytest.param(8, 10, 99, "uses compression method 99, not stored or deflated", id="method-99"),
+        pytest.param(
+            8, 10, 99, "uses compression method 99, not stored or deflated", id="method-99"
+        ),
         pytest.param(6, 8, 0x1, "is encrypted", id="encrypted-flag"),
     ],
 )
@@ -329,7 +334,11 @@ def test_unsupported_member_encoding_is_refused(
 ) -> None:
     base = craft(slim, tmp_path, lambda e: e)
     _patch_headers(base, "torch_tensorrt/_version.py", local, central, value)
-    refused(base, out_dir, exactly(f"{NAME}: the member 'torch_tensorrt/_version.py' {problem}{REFUSED}"))
+    refused(
+        base,
+        out_dir,
+        exactly(f"{NAME}: the member 'torch_tensorrt/_version.py' {problem}{REFUSED}"),
+    )
 
 
 def test_name_marked_utf8_that_is_not_is_refused(slim: Path, tmp_path: Path, out_dir: Path) -> None:
@@ -354,7 +363,9 @@ def test_zip_bomb_is_refused_from_the_headers_quickly_in_little_memory(
             out_dir,
             re.escape(f"{NAME}: its members unpack to ")
             + r"\d+ bytes, more than \d+ "
-            + re.escape("(16 times the wheel, at most 2048 MiB): a zip bomb or not an official wheel")
+            + re.escape(
+                "(16 times the wheel, at most 2048 MiB): a zip bomb or not an official wheel"
+            )
             + re.escape(REFUSED),
         )
         seconds = time.perf_counter() - start
@@ -488,7 +499,9 @@ def test_output_folder_that_is_a_file_is_refused(slim: Path, tmp_path: Path) -> 
     with pytest.raises(PatchError) as error:
         build_patched_wheel(read_base(slim, lock=lock_for(slim)), out_dir=target)
     assert re.fullmatch(
-        re.escape(f"cannot write torch_tensorrt-2.14.0+memfix1-cp311-cp311-manylinux_2_28_x86_64.whl into {str(target)!r} (")
+        re.escape(
+            f"cannot write torch_tensorrt-2.14.0+memfix1-cp311-cp311-manylinux_2_28_x86_64.whl into {str(target)!r} ("
+        )
         + ".*"
         + re.escape("); choose an output folder you can write to"),
         str(error.value),

@@ -12,13 +12,12 @@ from types import ModuleType
 from typing import Dict, List
 
 import pytest
-from wheel_helpers import TARGET
-
 from patched_wheel import PatchError
 from patched_wheel.callsites import find_call_sites, signature_from_ast
 from patched_wheel.paths import DEFAULT_OVERLAY as OVERLAY
 from patched_wheel.policy import SUPPORTED_RELEASES
 from patched_wheel.splice import check_splice, parse_overlay, splice_functions
+from wheel_helpers import TARGET
 
 
 def assert_splice(base: str, overlay: str, expected: str) -> None:

@@ -8,14 +8,13 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import pytest
-from wheel_helpers import lock_for
-
 from patched_wheel import PatchError
 from patched_wheel.base import read_base
 from patched_wheel.build import build_patched_wheel
 from patched_wheel.overlay import read_overlay
 from patched_wheel.plan import patched_version, rewrite_metadata_version
 from patched_wheel.wheelfile import read_wheel, zip_date_time
+from wheel_helpers import lock_for
 
 WheelFactory = Callable[..., Path]
 
@@ -60,9 +59,7 @@ def test_file_edited_without_record_is_refused(
     )
 
 
-def test_file_missing_from_record_is_refused(
-    synthetic_wheel: WheelFactory, out_dir: Path
-) -> None:
+def test_file_missing_from_record_is_refused(synthetic_wheel: WheelFactory, out_dir: Path) -> None:
     base = synthetic_wheel()
     with zipfile.ZipFile(base, "a") as archive:
         archive.writestr("torch_tensorrt/extra.py", b"")
@@ -156,7 +153,11 @@ def test_source_date_epoch_sets_the_time_of_written_members(
     with zipfile.ZipFile(patched) as archive:
         times = {info.filename: info.date_time for info in archive.infolist()}
     dist_info = "torch_tensorrt-2.14.0+memfix1.dist-info"
-    for written in ("torch_tensorrt/dynamo/utils.py", f"{dist_info}/METADATA", f"{dist_info}/RECORD"):
+    for written in (
+        "torch_tensorrt/dynamo/utils.py",
+        f"{dist_info}/METADATA",
+        f"{dist_info}/RECORD",
+    ):
         assert times.pop(written) == expected
     assert set(times.values()) == {(2020, 2, 2, 12, 0, 0)}  # untouched members keep theirs
 

@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Tuple
 
 import pytest
-from wheel_helpers import Member, craft, lock_for
-
 from patched_wheel import PatchError
 from patched_wheel.base import read_base
 from patched_wheel.build import build_patched_wheel
+from wheel_helpers import Member, craft, lock_for
 
 ZIP64 = 0x0001
 

@@ -118,7 +118,7 @@ def added(entries: List[Member], name: str, data: bytes, mode: int = 0o644) -> L
     return entries + [(info, data)]
 
 
-SYNTHETIC_UTILS = '''\
+SYNTHETIC_UTILS = """\
 import gc
 
 import torch
@@ -130,15 +130,15 @@ def deallocate_module(module, delete_module=True):
 
 def release_host_and_device_memory():
     gc.collect()
-'''
+"""
 
-SYNTHETIC_CALLER = '''\
+SYNTHETIC_CALLER = """\
 from torch_tensorrt.dynamo.utils import deallocate_module
 
 
 def compile(gm):
     deallocate_module(gm, delete_module=False)
-'''
+"""
 
 
 def make_wheel(

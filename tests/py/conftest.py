@@ -11,7 +11,6 @@ from types import ModuleType
 from typing import Iterator
 
 import pytest
-
 from patched_wheel.overlay import load_overlay
 
 

@@ -90,7 +90,9 @@ def _build_choice(args: argparse.Namespace) -> BaseChoice:
         names = "--release installed with --platform or --python"
         return request_choice(args.release, args.platform, args.python, unlocked, names=names)
     choice = choice_from_environment(os.environ)
-    return BaseChoice(choice.request, choice.wheel, choice.wheel_source, choice.unlocked or unlocked)
+    return BaseChoice(
+        choice.request, choice.wheel, choice.wheel_source, choice.unlocked or unlocked
+    )
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -112,8 +114,10 @@ def _matrix(args: argparse.Namespace) -> int:
         jobs=args.jobs,
     )
     if not entries:
-        raise PatchError("the index has none of the requested wheels; check --release, "
-                         "--platform and --python")
+        raise PatchError(
+            "the index has none of the requested wheels; check --release, "
+            "--platform and --python"
+        )
     args.out.mkdir(parents=True, exist_ok=True)
     document = json.dumps(matrix_document(entries), indent=2) + "\n"
     (args.out / "supported_matrix.json").write_text(document, encoding="utf-8")
@@ -231,7 +235,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run a command; a :class:`PatchError` is printed and gives exit status 1."""
     parser = _parser()
     args = _with_defaults(parser.parse_args(argv))
-    if args.command == "build" and args.base_wheel and (args.release or args.platform or args.python):
+    if (
+        args.command == "build"
+        and args.base_wheel
+        and (args.release or args.platform or args.python)
+    ):
         parser.error("--base-wheel fixes release, platform and Python; leave those options out")
     configure_logging()
     try:

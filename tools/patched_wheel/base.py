@@ -8,6 +8,7 @@ patched wheel. Nothing here touches the network.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -15,8 +16,6 @@ from patched_wheel import PatchError
 from patched_wheel.lock import Lock
 from patched_wheel.policy import PROJECT
 from patched_wheel.wheelfile import Wheel, parse_wheel_name, read_wheel, read_wheel_file
-
-import hashlib
 
 __all__ = ["read_base", "verify_base"]
 
@@ -30,9 +29,7 @@ def verify_base(data: bytes, filename: str, *, lock: Lock, unlocked: bool = Fals
     """
     name = parse_wheel_name(filename)
     if name.name != canonicalize_name(PROJECT):
-        raise PatchError(
-            f"{filename} is not a {PROJECT} wheel; give an official {PROJECT} wheel"
-        )
+        raise PatchError(f"{filename} is not a {PROJECT} wheel; give an official {PROJECT} wheel")
     lock.check(filename, hashlib.sha256(data).hexdigest(), unlocked=unlocked)
     return read_wheel(data, filename)
 

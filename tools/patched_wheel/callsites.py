@@ -101,7 +101,9 @@ def _site(path: str, lines: List[str], node: ast.Call, name: str) -> CallSite:
     )
     positional = len([a for a in node.args if not isinstance(a, ast.Starred)])
     segment = _segment(lines, node) or name
-    return CallSite(path, node.lineno, name, positional, keywords, spreads, " ".join(segment.split()))
+    return CallSite(
+        path, node.lineno, name, positional, keywords, spreads, " ".join(segment.split())
+    )
 
 
 def find_call_sites(sources: Mapping[str, bytes], names: Iterable[str]) -> List[CallSite]:

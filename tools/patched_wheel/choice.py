@@ -94,8 +94,12 @@ def _wheel_choice(environ: Mapping[str, str], unlocked: bool) -> BaseChoice:
 
 
 def request_choice(
-    release: Optional[str], platform: Optional[str], python: Optional[str], unlocked: bool, *,
-    names: str
+    release: Optional[str],
+    platform: Optional[str],
+    python: Optional[str],
+    unlocked: bool,
+    *,
+    names: str,
 ) -> BaseChoice:
     """The choice of a release (or ``installed``) with an optional platform and Python.
 

@@ -16,7 +16,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, FrozenSet, List, Mapping, Optional
+from typing import FrozenSet, Mapping, Optional
 
 from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
@@ -134,12 +134,3 @@ def write_lock(wheels: Mapping[str, str], path: Path = LOCK_FILE) -> None:
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
-
-
-def releases_in(lock: Lock) -> List[str]:
-    """The releases the lock holds wheels of, oldest first."""
-    found: Dict[Version, str] = {}
-    for name in lock.wheels:
-        version = parse_wheel_filename(name)[1]
-        found[version] = str(version)
-    return [found[v] for v in sorted(found)]

@@ -74,7 +74,9 @@ def _fetch(
 ) -> List[Tuple[BaseRequest, str, Optional[Path], Optional[str]]]:
     """(request, base name, cached path or None, error or None) for each base, in order."""
 
-    def fetch(item: Tuple[BaseRequest, str]) -> Tuple[BaseRequest, str, Optional[Path], Optional[str]]:
+    def fetch(
+        item: Tuple[BaseRequest, str],
+    ) -> Tuple[BaseRequest, str, Optional[Path], Optional[str]]:
         try:
             return item[0], item[1], ensure_cached(item[0], lock=lock, cache_dir=cache_dir), None
         except PatchError as error:
@@ -122,8 +124,13 @@ def build_matrix(
         seconds = time.perf_counter() - start
         entries.append(
             MatrixEntry(
-                request.release, str(request.platform), str(request.python), name, patched,
-                seconds, error,
+                request.release,
+                str(request.platform),
+                str(request.python),
+                name,
+                patched,
+                seconds,
+                error,
             )
         )
         done = f"{patched} ({seconds:.2f} s)" if error is None else f"FAILED {name}: {error}"

@@ -50,5 +50,7 @@ def read_overlay(path: Path = DEFAULT_OVERLAY) -> OverlayParts:
     try:
         source = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise PatchError(f"cannot read the overlay {str(path)!r} ({error}); check the path") from None
+        raise PatchError(
+            f"cannot read the overlay {str(path)!r} ({error}); check the path"
+        ) from None
     return parse_overlay(source)

@@ -201,8 +201,9 @@ def _spliced_target(base: Wheel, overlay: OverlayParts, fixes: Sequence[Fix]) ->
     module = parse_source(decoded.text, what)
     base_definitions = top_level_definitions(module)
     _check_fixes_apply(base_definitions, overlay, fixes, wheel)
-    replaced = {d.name: base_definitions[d.name] for d in overlay.definitions
-                if d.name in base_definitions}
+    replaced = {
+        d.name: base_definitions[d.name] for d in overlay.definitions if d.name in base_definitions
+    }
     _check_no_rebinding(module, replaced, wheel)
     functions = {f.name: f for f in overlay.functions if f.name in replaced}
     check_call_sites(_package_sources(base), functions, wheel=wheel)

@@ -331,7 +331,7 @@ def check_splice(spliced: bytes, overlay: OverlayParts, *, filename: str) -> Non
             overlay's.
     """
     try:
-        module = compile(spliced, filename, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        module = ast.parse(spliced, filename)
         compile(module, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as error:
         raise PatchError(

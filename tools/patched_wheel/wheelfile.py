@@ -169,9 +169,7 @@ def parse_wheel_name(filename: str) -> WheelName:
             "downloaded it, without renaming it"
         ) from None
     parts = filename[: -len(".whl")].split("-")
-    return WheelName(
-        filename, name, version, build, tags, parts[0], parts[1], "-".join(parts[2:])
-    )
+    return WheelName(filename, name, version, build, tags, parts[0], parts[1], "-".join(parts[2:]))
 
 
 @dataclass(frozen=True)
@@ -203,8 +201,9 @@ class Wheel:
 
 
 def _refuse(filename: str, problem: str) -> PatchError:
-    return PatchError(f"{filename}: {problem}; this is not a wheel the build can patch, use "
-                      "the official wheel")
+    return PatchError(
+        f"{filename}: {problem}; this is not a wheel the build can patch, use " "the official wheel"
+    )
 
 
 def _open_zip(data: bytes, filename: str) -> zipfile.ZipFile:
