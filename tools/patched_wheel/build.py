@@ -38,7 +38,7 @@ def patched_entries(base: Wheel, plan: PatchPlan, written_time: Optional[DateTim
             entries.append(new_entry(info, data, name=name, date_time=written_time))
         else:
             data = b"" if info.is_dir() else base.read(info.filename)
-            entries.append(new_entry(info, data, name=name))
+            entries.append(new_entry(info, data, name=name, raw=base.raw(info)))
     return entries
 
 

@@ -39,7 +39,7 @@ from email.parser import BytesParser
 from email.policy import compat32
 from pathlib import Path
 from types import FrameType
-from typing import Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from packaging.tags import Tag, parse_tag
 from packaging.utils import (
@@ -86,8 +86,10 @@ ZIP_EPOCH_FLOOR = 315532800
 # Header id of the ZIP64 extended-information extra field.
 ZIP64_EXTRA_ID = 0x0001
 
-# Zip flag bits: bit 0, the member is encrypted; bit 11, its name is UTF-8.
+# Zip flag bits: bit 0, the member is encrypted; bit 3, its sizes follow its data (a data
+# descriptor); bit 11, its name is UTF-8.
 _ENCRYPTED = 0x1
+_DATA_DESCRIPTOR = 0x8
 _UTF8_NAME = 0x800
 
 DateTime = Tuple[int, int, int, int, int, int]
@@ -182,7 +184,7 @@ class Wheel:
 
     name: WheelName
     sha256: str
-    size: int
+    data: bytes
     dist_info: str
     infos: Tuple[zipfile.ZipInfo, ...]
     members: Mapping[str, bytes]
@@ -198,6 +200,13 @@ class Wheel:
     def read(self, member: str) -> bytes:
         """The verified bytes of ``member``."""
         return self.members[member]
+
+    def raw(self, info: zipfile.ZipInfo) -> bytes:
+        """The member's compressed bytes in the wheel: the very bytes that were unpacked and
+        verified, so that an untouched member is copied without compressing it again."""
+        name_length, extra_length = struct.unpack_from("<HH", self.data, info.header_offset + 26)
+        start = info.header_offset + 30 + name_length + extra_length
+        return self.data[start : start + info.compress_size]
 
 
 def _refuse(filename: str, problem: str) -> PatchError:
@@ -439,7 +448,7 @@ def read_wheel(data: bytes, filename: str) -> Wheel:
     _check_wheel_file(members[f"{dist_info}/WHEEL"], name)
     _check_metadata(members[f"{dist_info}/METADATA"], name)
     sha256 = hashlib.sha256(data).hexdigest()
-    return Wheel(name, sha256, len(data), dist_info, infos, members)
+    return Wheel(name, sha256, data, dist_info, infos, members)
 
 
 def _strip_zip64_extra(extra: bytes) -> bytes:
@@ -456,22 +465,34 @@ def _strip_zip64_extra(extra: bytes) -> bytes:
 
 @dataclass(frozen=True)
 class Entry:
-    """One member to write: its ``ZipInfo`` (name, time, mode, compression) and bytes."""
+    """One member to write: its ``ZipInfo`` (name, time, mode, compression) and bytes.
+
+    ``raw`` holds the member's compressed bytes when they are known (an untouched member of
+    the base, whose ``ZipInfo`` carries the matching CRC and sizes): they are copied as they
+    are instead of being compressed again, which is most of a build's time otherwise.
+    """
 
     info: zipfile.ZipInfo
     data: bytes
+    raw: Optional[bytes] = None
 
 
 def new_entry(
-    info: zipfile.ZipInfo, data: bytes, *, name: str, date_time: Optional[DateTime] = None
+    info: zipfile.ZipInfo,
+    data: bytes,
+    *,
+    name: str,
+    date_time: Optional[DateTime] = None,
+    raw: Optional[bytes] = None,
 ) -> Entry:
     """A member made from ``info`` under ``name``, its ZIP64 extra dropped, time optional."""
     new_info = copy.copy(info)
     new_info.filename = name
     new_info.extra = _strip_zip64_extra(info.extra)
+    new_info.flag_bits &= ~_DATA_DESCRIPTOR  # sizes go into the local header
     if date_time is not None:
         new_info.date_time = date_time
-    return Entry(new_info, data)
+    return Entry(new_info, data, raw)
 
 
 def _record(entries: Sequence[Entry], record_name: str) -> bytes:
@@ -497,7 +518,7 @@ def _ordered(entries: Sequence[Entry], dist_info: str) -> List[Entry]:
     ordered = sorted(entries, key=key)
     if not ordered or ordered[-1].info.filename != record_name:
         raise PatchError(f"the wheel to write has no {record_name}; report this")
-    ordered[-1] = Entry(ordered[-1].info, _record(ordered, record_name))
+    ordered[-1] = Entry(ordered[-1].info, _record(ordered, record_name), None)
     return ordered
 
 
@@ -538,10 +559,30 @@ def _temporary_in(out_dir: Path, final_name: str) -> Path:
     return Path(name)
 
 
+def _write_raw(archive: zipfile.ZipFile, info: zipfile.ZipInfo, raw: bytes) -> None:
+    """Append a member whose compressed bytes and CRC are known, as ``writestr`` would.
+
+    ``zipfile`` has no public call for this; what is written is read back and verified
+    member by member before the wheel is kept, so a change in ``zipfile`` cannot slip by.
+    """
+    stream: Any = archive.fp
+    info.header_offset = stream.tell()
+    zip64 = info.file_size > zipfile.ZIP64_LIMIT or info.compress_size > zipfile.ZIP64_LIMIT
+    stream.write(info.FileHeader(zip64))
+    stream.write(raw)
+    archive.filelist.append(info)
+    archive.NameToInfo[info.filename] = info
+    setattr(archive, "start_dir", stream.tell())
+    setattr(archive, "_didModify", True)
+
+
 def _write_zip(path: Path, entries: Sequence[Entry]) -> None:
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for entry in entries:
-            archive.writestr(entry.info, entry.data)
+            if entry.raw is not None:
+                _write_raw(archive, entry.info, entry.raw)
+            else:
+                archive.writestr(entry.info, entry.data)
 
 
 def _verify_written(path: Path, final_name: str, entries: Sequence[Entry]) -> None:
