@@ -36,10 +36,10 @@ SUPPORTED = ", ".join(SUPPORTED_RELEASES)
 UNREACHABLE_INDEX = "http://127.0.0.1:9/simple"  # the discard port: the connection is refused
 
 
-def pip_wheel(dest: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def pip_wheel(dest: Path, *options: str, **env: str) -> subprocess.CompletedProcess[str]:
     """``pip wheel . --no-deps -w dest`` in the repository, as the README says."""
     return subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "-w", str(dest)],
+        [sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "-w", str(dest), *options],
         cwd=REPOSITORY,
         env=dict(os.environ, **env),
         capture_output=True,
@@ -474,6 +474,23 @@ def fake_installed(folder: Path, version: str, tag: str) -> None:
             Root-Is-Purelib: false
             Tag: {tag}
             """))
+
+
+@pytest.mark.network
+def test_pip_wheel_builds_the_installed_release_despite_build_isolation(tmp_path: Path) -> None:
+    """pip's isolated build hides the user's packages; the build still finds the installed one."""
+    tag = f"{PY_TAG}-{PY_TAG}-{_running_platform()}"
+    fetch("2.13.0", RUNNING_PYTHON, _running_platform())
+    user_base = tmp_path / "user"
+    site = sysconfig.get_path("purelib", f"{os.name}_user", vars={"userbase": str(user_base)})
+    fake_installed(Path(site), "2.13.0", tag)
+    completed = pip_wheel(
+        tmp_path / "dist", TORCHTRT_BASE_VERSION="installed", PYTHONUSERBASE=str(user_base)
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert [p.name for p in (tmp_path / "dist").iterdir()] == [
+        f"torch_tensorrt-2.13.0+memfix1-{tag}.whl"
+    ]
 
 
 def test_installed_release_is_the_base(

@@ -4,10 +4,16 @@
 wheel of the release, Python and platform of the ``torch_tensorrt`` distribution installed in
 the running Python. The release is the distribution's version; the Python and platform come
 from the tags in its installed ``.dist-info/WHEEL`` file, which pip copies from the wheel.
+Under ``pip wheel .``, whose isolated build hides the user's packages, the interpreter is
+asked again outside that isolation.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from importlib import metadata
 from typing import Optional, Tuple
 
@@ -24,19 +30,62 @@ INSTALLED = "installed"
 DISTRIBUTION = "torch_tensorrt"
 
 
-def _distribution() -> metadata.Distribution:
+# Asks the interpreter for the installed distribution's version and WHEEL file.
+_QUERY = f"""
+import json
+from importlib import metadata
+try:
+    found = metadata.distribution({DISTRIBUTION!r})
+    print(json.dumps([found.version, found.read_text("WHEEL") or ""]))
+except metadata.PackageNotFoundError:
+    print(json.dumps(None))
+"""
+
+# Variables by which pip's build isolation hides the user's packages from the build.
+_ISOLATION_VARIABLES = ("PYTHONPATH", "PYTHONNOUSERSITE", "PYTHONHOME")
+
+
+def _outside_build_isolation() -> Optional[Tuple[str, str]]:
+    """(version, WHEEL text) as the interpreter sees it without pip's build isolation.
+
+    Under ``pip wheel .`` the build runs in an isolated environment of the same interpreter,
+    which hides the packages the user installed; asking the interpreter again, with the
+    variables of that isolation removed, finds them.
+    """
+    environ = {k: v for k, v in os.environ.items() if k not in _ISOLATION_VARIABLES}
     try:
-        return metadata.distribution(DISTRIBUTION)
+        completed = subprocess.run(
+            [sys.executable, "-c", _QUERY],
+            env=environ,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        answer = json.loads(completed.stdout)
+    except (OSError, subprocess.CalledProcessError, ValueError):
+        return None
+    return (str(answer[0]), str(answer[1])) if answer else None
+
+
+def _installed() -> Tuple[str, str]:
+    """(version, WHEEL text) of the installed distribution."""
+    try:
+        found = metadata.distribution(DISTRIBUTION)
+        return found.version, found.read_text("WHEEL") or ""
     except metadata.PackageNotFoundError:
+        pass
+    under_pip = any(os.environ.get(name) for name in ("PIP_BUILD_TRACKER", "PIP_REQ_TRACKER"))
+    outside = _outside_build_isolation() if under_pip else None
+    if outside is None:
         raise PatchError(
             f"'{INSTALLED}' asks for the installed {DISTRIBUTION}, and this Python has none; "
             "install it, or give the release (TORCHTRT_BASE_VERSION or --release)"
-        ) from None
+        )
+    return outside
 
 
-def _cpython_tag(distribution: metadata.Distribution) -> Tuple[str, str]:
+def _cpython_tag(text: str) -> Tuple[str, str]:
     """(Python ``3.N``, platform) of the first CPython tag in the installed WHEEL file."""
-    text = distribution.read_text("WHEEL") or ""
     found = [
         tag
         for key, value in parse_headers(text.encode("utf-8"))
@@ -86,7 +135,7 @@ def installed_request(*, unlocked: bool = False) -> BaseRequest:
         PatchError: If none is installed, it has no CPython tag, or it is a CUDA-variant
             release and ``unlocked`` is false.
     """
-    distribution = _distribution()
-    release = _release(distribution.version, unlocked)
-    python, platform = _cpython_tag(distribution)
+    version, wheel_text = _installed()
+    release = _release(version, unlocked)
+    python, platform = _cpython_tag(wheel_text)
     return BaseRequest(release, platform, python)
