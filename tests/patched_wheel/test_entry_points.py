@@ -16,6 +16,7 @@ from typing import Dict, List
 
 import pytest
 from patched_wheel.__main__ import main
+from patched_wheel.choice import choice_from_environment
 from patched_wheel.download import BaseRequest
 from patched_wheel.lock import load_lock, write_lock
 from patched_wheel.matrix import (
@@ -513,6 +514,15 @@ def test_installed_release_is_the_base(
     ]
 
 
+def test_installed_patched_wheel_stands_for_its_base(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_installed(tmp_path / "site", "2.12.1+memfix1", "cp310-cp310-win_amd64")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    choice = choice_from_environment({"TORCHTRT_BASE_VERSION": "installed"})
+    assert choice.request == BaseRequest("2.12.1", "win_amd64", "3.10")
+
+
 def test_installed_cuda_variant_points_to_the_opt_in(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -530,8 +540,6 @@ def test_installed_cuda_variant_points_to_the_opt_in(
 def test_installed_cuda_variant_unlocked_asks_for_that_release(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from patched_wheel.choice import choice_from_environment
-
     fake_installed(tmp_path / "site", "2.9.0+cu128", "cp312-cp312-linux_x86_64")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     environ = {"TORCHTRT_BASE_VERSION": "installed", "TORCHTRT_BASE_UNLOCKED": "1"}

@@ -2,8 +2,9 @@
 
 ``TORCHTRT_BASE_VERSION=installed`` (or ``build --release installed``) asks for the official
 wheel of the release, Python and platform of the ``torch_tensorrt`` distribution installed in
-the running Python. The release is the distribution's version; the Python and platform come
-from the tags in its installed ``.dist-info/WHEEL`` file, which pip copies from the wheel.
+the running Python (one installed from a wheel; a patched wheel stands for its base). The
+release is the distribution's version; the Python and platform come from the tags in its
+installed ``.dist-info/WHEEL`` file, which pip copies from the wheel.
 Under ``pip wheel .``, whose isolated build hides the user's packages, the interpreter is
 asked again outside that isolation.
 """
@@ -22,6 +23,7 @@ from packaging.version import InvalidVersion, Version
 from patched_wheel import PatchError
 from patched_wheel.download import BaseRequest
 from patched_wheel.lock import UNLOCKED_OPT_IN
+from patched_wheel.policy import LOCAL_LABEL
 from patched_wheel.wheelfile import parse_headers
 
 __all__ = ["INSTALLED", "installed_request"]
@@ -34,11 +36,12 @@ DISTRIBUTION = "torch_tensorrt"
 _QUERY = f"""
 import json
 from importlib import metadata
-try:
-    found = metadata.distribution({DISTRIBUTION!r})
-    print(json.dumps([found.version, found.read_text("WHEEL") or ""]))
-except metadata.PackageNotFoundError:
-    print(json.dumps(None))
+found = [
+    [d.version, d.read_text("WHEEL")]
+    for d in metadata.distributions(name={DISTRIBUTION!r})
+    if d.read_text("WHEEL")
+]
+print(json.dumps(found[0] if found else None))
 """
 
 # Variables by which pip's build isolation hides the user's packages from the build.
@@ -69,11 +72,10 @@ def _outside_build_isolation() -> Optional[Tuple[str, str]]:
 
 def _installed() -> Tuple[str, str]:
     """(version, WHEEL text) of the installed distribution."""
-    try:
-        found = metadata.distribution(DISTRIBUTION)
-        return found.version, found.read_text("WHEEL") or ""
-    except metadata.PackageNotFoundError:
-        pass
+    for found in metadata.distributions(name=DISTRIBUTION):
+        wheel_text = found.read_text("WHEEL")
+        if wheel_text:  # installed from a wheel (a build's own .egg-info has none)
+            return found.version, wheel_text
     under_pip = any(os.environ.get(name) for name in ("PIP_BUILD_TRACKER", "PIP_REQ_TRACKER"))
     outside = _outside_build_isolation() if under_pip else None
     if outside is None:
@@ -118,6 +120,8 @@ def _release(version: str, unlocked: bool) -> str:
             f"the installed {DISTRIBUTION} {version!r} is not a release the build knows; "
             "give the release (TORCHTRT_BASE_VERSION or --release) instead"
         )
+    if parsed.local is not None and parsed.local.split(".")[-1] == LOCAL_LABEL:
+        return version[: -len(LOCAL_LABEL) - 1]  # a patched wheel: its base's release
     if parsed.local is not None and not unlocked:
         raise PatchError(
             f"the installed {DISTRIBUTION} {version} is a CUDA-variant release (+{parsed.local}"
