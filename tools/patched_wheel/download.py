@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,6 +109,13 @@ def index_url() -> str:
     return os.environ.get("PIP_INDEX_URL", "").strip() or DEFAULT_INDEX
 
 
+def _shown(url: str) -> str:
+    """``url`` without any user name or password in it, for messages."""
+    parts = urllib.parse.urlsplit(url)
+    netloc = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
 def _get(url: str, accept: str) -> Optional[bytes]:
     """The body at ``url``; ``None`` when the index answers 404 (no such project)."""
     request = urllib.request.Request(url, headers={"Accept": accept})
@@ -119,12 +127,12 @@ def _get(url: str, accept: str) -> Optional[bytes]:
         if error.code == 404:
             return None
         raise IndexUnreachable(
-            f"the package index {url} answered HTTP {error.code}; try again later"
+            f"the package index {_shown(url)} answered HTTP {error.code}; try again later"
         ) from None
     except (urllib.error.URLError, OSError, ValueError) as error:
         reason = getattr(error, "reason", error)
         raise IndexUnreachable(
-            f"could not reach the package index {url} ({reason}); check the network and "
+            f"could not reach the package index {_shown(url)} ({reason}); check the network and "
             "the proxy, or set TORCHTRT_BASE_WHEEL to a downloaded official wheel"
         ) from None
 
@@ -139,13 +147,13 @@ def index_digests(index: str) -> Dict[str, str]:
     url = f"{index.rstrip('/')}/{PROJECT}/"
     body = _get(url, "application/vnd.pypi.simple.v1+json")
     if body is None:
-        raise NoSuchWheel(f"the package index {index} has no project {PROJECT}")
+        raise NoSuchWheel(f"the package index {_shown(index)} has no project {PROJECT}")
     try:
         files = json.loads(body)["files"]
         return {str(f["filename"]): str(f["hashes"]["sha256"]) for f in files}
     except (ValueError, KeyError, TypeError) as error:
         raise IndexUnreachable(
-            f"the package index {url} gave no file list with sha256 ({error!r}); use PyPI"
+            f"the package index {_shown(url)} gave no file list with sha256 ({error!r}); use PyPI"
         ) from None
 
 
@@ -177,13 +185,15 @@ def _pip_failure(request: BaseRequest, output: str) -> PatchError:
             "pip is not available to download the base wheel; install pip, or set "
             "TORCHTRT_BASE_WHEEL to a downloaded official wheel"
         )
-    if any(word in output for word in _NETWORK_WORDS):
+    network = any(word in output for word in _NETWORK_WORDS)
+    if network or "No matching distribution" in output:
+        _get(f"{index_url().rstrip('/')}/{PROJECT}/", "text/html")  # raises if unreachable
+    if network:
         return IndexUnreachable(
             f"could not reach the package index to download {request.describe()}; check the "
             "network and the proxy, or set TORCHTRT_BASE_WHEEL to a downloaded official wheel"
         )
     if "No matching distribution" in output:
-        _get(f"{index_url().rstrip('/')}/{PROJECT}/", "text/html")  # reachable at all?
         return NoSuchWheel(
             f"the package index has no official wheel of {request.describe()}; pick another "
             "with TORCHTRT_BASE_VERSION, TORCHTRT_BASE_PLATFORM and TORCHTRT_BASE_PYTHON "
