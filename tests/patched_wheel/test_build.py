@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import difflib
 import logging
+import os
 import re
 import shutil
 import subprocess
@@ -248,3 +249,19 @@ def test_windows_wheel_keeps_its_crlf_newlines(tmp_path: Path) -> None:
     source = members(patched)[TARGET]
     assert source.count(b"\n") == source.count(b"\r\n") > 1000
     assert b"def trim_host_heap() -> None:\r\n" in source
+
+
+def test_the_core_never_imports_the_network() -> None:
+    """Reading, planning and writing a wheel import neither pip's runner nor an HTTP client."""
+    core = ["base", "build", "plan", "wheelfile", "lock", "splice", "callsites", "overlay"]
+    network = ["patched_wheel.download", "patched_wheel.resolve", "urllib.request"]
+    imports = "; ".join(f"import patched_wheel.{name}" for name in core)
+    check = f"import sys; {imports}; print([m for m in {network!r} if m in sys.modules])"
+    completed = subprocess.run(
+        [sys.executable, "-c", check],
+        env=dict(os.environ, PYTHONPATH=str(OVERLAY.parents[3] / "tools")),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert completed.stdout.strip() == "[]"
