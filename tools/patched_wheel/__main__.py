@@ -31,6 +31,7 @@ from patched_wheel.choice import (  # noqa: E402
     choice_from_environment,
     release_or_installed,
     request_choice,
+    unlocked_from_environment,
 )
 from patched_wheel.lock import load_lock  # noqa: E402
 from patched_wheel.matrix import (  # noqa: E402
@@ -83,7 +84,7 @@ PYTHON = _argument_type(canonical_python, "python")
 
 def _build_choice(args: argparse.Namespace) -> BaseChoice:
     """The base the options ask for; without any base option, the environment's."""
-    unlocked = args.unlocked or os.environ.get("TORCHTRT_BASE_UNLOCKED") == "1"
+    unlocked = args.unlocked or unlocked_from_environment(os.environ)
     if args.base_wheel is not None:
         return BaseChoice(wheel=args.base_wheel, wheel_source="--base-wheel", unlocked=unlocked)
     if args.release or args.platform or args.python:

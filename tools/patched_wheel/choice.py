@@ -31,6 +31,8 @@ __all__ = [
     "canonical_platform",
     "choice_from_environment",
     "release_or_installed",
+    "request_choice",
+    "unlocked_from_environment",
 ]
 
 _REQUEST_VARIABLES = ("TORCHTRT_BASE_VERSION", "TORCHTRT_BASE_PLATFORM", "TORCHTRT_BASE_PYTHON")
@@ -75,7 +77,8 @@ def _checked(environ: Mapping[str, str], name: str, check: Callable[[str], str])
         raise PatchError(f"{name}={error}") from None
 
 
-def _unlocked(environ: Mapping[str, str]) -> bool:
+def unlocked_from_environment(environ: Mapping[str, str]) -> bool:
+    """``TORCHTRT_BASE_UNLOCKED``: ``1`` opts in to bases the lock does not know."""
     value = environ.get("TORCHTRT_BASE_UNLOCKED", "")
     if value not in ("", "0", "1"):
         raise PatchError(f"TORCHTRT_BASE_UNLOCKED={value!r} is not 0 or 1; set 1 to opt in")
@@ -123,7 +126,7 @@ def choice_from_environment(environ: Mapping[str, str]) -> BaseChoice:
     Raises:
         PatchError: For a malformed variable, or variables that contradict each other.
     """
-    unlocked = _unlocked(environ)
+    unlocked = unlocked_from_environment(environ)
     if environ.get("TORCHTRT_BASE_WHEEL"):
         return _wheel_choice(environ, unlocked)
     return request_choice(
