@@ -75,6 +75,7 @@ def outside_patch(wheel_members: Dict[str, bytes]) -> Dict[str, bytes]:
     max_examples=60,
     deadline=None,
     derandomize=True,
+    database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(edit=edits)
