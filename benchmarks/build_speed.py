@@ -6,8 +6,9 @@ Usage (from the repository root)::
 
 Figures:
 
-* ``one_wheel``: :func:`build_patched_wheel` on the cached official 2.14.0 wheel for this
-  Python and platform (median and range of ``--repeat`` runs), the base already downloaded;
+* ``one_wheel``: the official wheel of the default release for this Python and platform,
+  already downloaded, read and verified (:func:`read_base`) and patched
+  (:func:`build_patched_wheel`), in process (median and range of ``--repeat`` runs);
 * ``download``: pip downloading that base into an empty folder, once, its HTTP cache off;
 * ``pip_wheel``: ``pip wheel . --no-deps -w <tmp>`` end to end, once (isolated build
   environment included, base cached);
@@ -35,18 +36,20 @@ from typing import Dict, List
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
-from patched_wheel.base import (  # noqa: E402
-    DEFAULT_CACHE_DIR,
+from patched_wheel.base import read_base  # noqa: E402
+from patched_wheel.build import build_patched_wheel  # noqa: E402
+from patched_wheel.download import BaseRequest, pip_download  # noqa: E402
+from patched_wheel.lock import load_lock  # noqa: E402
+from patched_wheel.matrix import build_matrix, requests_for  # noqa: E402
+from patched_wheel.overlay import read_overlay  # noqa: E402
+from patched_wheel.paths import DEFAULT_CACHE_DIR  # noqa: E402
+from patched_wheel.policy import (  # noqa: E402
     DEFAULT_RELEASE,
     PLATFORMS,
     PYTHONS,
     SUPPORTED_RELEASES,
-    BaseRequest,
-    download_base,
 )
-from patched_wheel.build import DEFAULT_OVERLAY, build_patched_wheel  # noqa: E402
-from patched_wheel.lock import load_lock  # noqa: E402
-from patched_wheel.matrix import build_matrix, requests_for  # noqa: E402
+from patched_wheel.resolve import ensure_cached  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "build_speed.json"
 
@@ -62,38 +65,30 @@ def _seconds(start: float) -> float:
 
 
 def time_one_wheel(repeat: int) -> Dict[str, object]:
-    base = download_base(BaseRequest(DEFAULT_RELEASE), DEFAULT_CACHE_DIR)
-    assert base is not None
     lock = load_lock()
+    base = ensure_cached(BaseRequest(DEFAULT_RELEASE), lock=lock, cache_dir=DEFAULT_CACHE_DIR)
     runs: List[float] = []
     with tempfile.TemporaryDirectory() as out:
         for _ in range(repeat):
             start = time.perf_counter()
-            build_patched_wheel(base, DEFAULT_OVERLAY, dest_dir=Path(out), lock=lock)
+            wheel = read_base(base, lock=lock)
+            build_patched_wheel(wheel, out_dir=Path(out), overlay=read_overlay())
             runs.append(_seconds(start))
     return {
         "base_wheel": base.name,
         "base_mib": round(base.stat().st_size / 2**20, 1),
+        "what": "read_base (read once, lock, every check) + build_patched_wheel, in process",
         "runs_s": runs,
         "median_s": round(statistics.median(runs), 3),
     }
 
 
 def time_download() -> Dict[str, object]:
-    """From the index, not from pip's HTTP cache (``PIP_NO_CACHE_DIR``)."""
-    saved = os.environ.get("PIP_NO_CACHE_DIR")
-    os.environ["PIP_NO_CACHE_DIR"] = "1"
-    try:
-        with tempfile.TemporaryDirectory() as cache:
-            start = time.perf_counter()
-            base = download_base(BaseRequest(DEFAULT_RELEASE), Path(cache))
-            assert base is not None
-            return {"base_wheel": base.name, "seconds": _seconds(start), "pip_cache": "off"}
-    finally:
-        if saved is None:
-            del os.environ["PIP_NO_CACHE_DIR"]
-        else:
-            os.environ["PIP_NO_CACHE_DIR"] = saved
+    """From the index into an empty folder, as the build downloads (pip's cache off)."""
+    with tempfile.TemporaryDirectory() as folder:
+        start = time.perf_counter()
+        _, name = pip_download(BaseRequest(DEFAULT_RELEASE), Path(folder))
+        return {"base_wheel": name, "seconds": _seconds(start), "pip_cache": "off"}
 
 
 def time_pip_wheel() -> Dict[str, object]:
@@ -109,16 +104,12 @@ def time_matrix() -> Dict[str, object]:
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
         entries = build_matrix(
-            requests,
-            out_dir=Path(out),
-            cache_dir=DEFAULT_CACHE_DIR,
-            lock=load_lock(),
-            progress=lambda line: None,
+            requests, out_dir=Path(out), cache_dir=DEFAULT_CACHE_DIR, lock=load_lock()
         )
         total = _seconds(start)
     built = [e for e in entries if e.error is None]
     return {
-        "command": "python tools/patched_wheel matrix (bases cached)",
+        "command": "python tools/patched_wheel matrix (bases cached, index listed once)",
         "wheels": len(built),
         "failed": len(entries) - len(built),
         "total_s": total,

@@ -476,7 +476,7 @@ class CliOptions(SphinxDirective):
                 text = (text + "; " if text else "") + "repeat for several"
             default = action.default
             if default not in (None, False, []) and "default" not in text:
-                shown = default
+                shown = str(default) if isinstance(default, Path) else default
                 repository = str(_repository(Path(self.env.srcdir)))
                 if isinstance(shown, str) and shown.startswith(repository):
                     shown = shown[len(repository) + 1 :]

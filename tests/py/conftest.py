@@ -7,16 +7,11 @@ own (``patched_wheel.overlay.load_overlay``), because the real ``torch_tensorrt`
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Iterator
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-
-from patched_wheel.overlay import load_overlay  # noqa: E402
+from patched_wheel.overlay import load_overlay
 
 
 @pytest.fixture

@@ -5,15 +5,25 @@ The build takes an official ``torch-tensorrt`` wheel (the *base*), splices the f
 gives the result a local version label, and writes a new wheel whose RECORD is computed
 afresh. Every other file of the base is copied byte for byte.
 
-Modules, by role:
+Modules, by role. The core (reading, planning, writing) never imports the network:
 
-* :mod:`patched_wheel.splice`: the pure splice of two Python sources, and its checks;
-* :mod:`patched_wheel.wheelfile`: the one path that reads, verifies and writes wheels;
-* :mod:`patched_wheel.callsites`: the calls of replaced functions, bound to the overlay;
-* :mod:`patched_wheel.lock`: the lock of the official wheels' sha256;
-* :mod:`patched_wheel.base`: choosing and downloading the base wheel;
-* :mod:`patched_wheel.build`: :func:`~patched_wheel.build.build_patched_wheel`;
-* :mod:`patched_wheel.matrix`: the release command over the supported matrix.
+* :mod:`patched_wheel.policy`: supported releases, platforms, the label, the fixes;
+* :mod:`patched_wheel.paths`: where the repository keeps the overlay, the lock, the cache;
+* :mod:`patched_wheel.wheelfile`: the one owner of the wheel format (read and verify from
+  bytes, write with RECORD computed and the result verified);
+* :mod:`patched_wheel.lock`: the lock of the official wheels' sha256, and its rules;
+* :mod:`patched_wheel.base`: a base read once and verified (lock, then wheel format);
+* :mod:`patched_wheel.sources`, :mod:`patched_wheel.splice`, :mod:`patched_wheel.callsites`,
+  :mod:`patched_wheel.overlay`: Python sources, the pure splice, the call-site check, the
+  overlay parsed once;
+* :mod:`patched_wheel.plan`: the patch as data; :mod:`patched_wheel.build`: plan, then write.
+
+The shell, which may use the network:
+
+* :mod:`patched_wheel.choice`, :mod:`patched_wheel.installed`: what the user asks for;
+* :mod:`patched_wheel.download`: pip and the index's list of files;
+* :mod:`patched_wheel.resolve`: a choice to a verified base, through the cache;
+* :mod:`patched_wheel.refresh`, :mod:`patched_wheel.matrix`: the lock and release commands.
 """
 
 from __future__ import annotations

@@ -1,106 +1,178 @@
-"""Command line of the patched-wheel build: ``python tools/patched_wheel {build,matrix,lock}``.
+"""Command line of the patched-wheel build: ``python tools/patched_wheel <command>``.
 
-* ``build``: one patched wheel, from ``--base-wheel`` or a release to download (by default
-  the same environment variables as ``pip wheel .``);
-* ``matrix``: patched wheels for every supported release, platform and Python PyPI has;
-* ``lock``: refresh the lock of the official wheels' sha256.
+* ``build``: one patched wheel, from ``--base-wheel`` or a release to fetch (without any base
+  option, from the same environment variables as ``pip wheel .``);
+* ``matrix``: patched wheels for every supported release, platform and Python the index has;
+* ``lock``: refresh the lock of the official wheels' sha256 from the index.
+
+Arguments are checked where they enter (argparse types, exit status 2); a refused base or
+setting is one :class:`~patched_wheel.PatchError`, printed as ``error: ...`` with exit status 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from pathlib import Path
-from typing import Dict, Optional, Sequence
+from typing import Callable, List, Optional, Sequence
 
 if __package__ in (None, ""):  # run as ``python tools/patched_wheel``
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from patched_wheel import PatchError  # noqa: E402
-from patched_wheel.base import (  # noqa: E402
-    DEFAULT_CACHE_DIR,
-    PLATFORMS,
-    PYTHONS,
-    SUPPORTED_RELEASES,
-    BaseRequest,
-    base_from_environment,
-    download_base,
+from patched_wheel.build import build_patched_wheel  # noqa: E402
+from patched_wheel.choice import (  # noqa: E402
+    INSTALLED,
+    BaseChoice,
+    canonical_platform,
+    choice_from_environment,
+    release_or_installed,
+    request_choice,
+    unlocked_from_environment,
 )
-from patched_wheel.build import DEFAULT_OVERLAY, build_patched_wheel  # noqa: E402
-from patched_wheel.lock import LOCK_FILE, load_lock, refresh_lock  # noqa: E402
+from patched_wheel.lock import load_lock  # noqa: E402
 from patched_wheel.matrix import (  # noqa: E402
-    DOCS_MATRIX,
-    README,
     build_matrix,
     matrix_document,
     requests_for,
     summary,
     update_docs,
 )
+from patched_wheel.overlay import read_overlay  # noqa: E402
+from patched_wheel.paths import (  # noqa: E402
+    DEFAULT_CACHE_DIR,
+    DEFAULT_OVERLAY,
+    DOCS_MATRIX,
+    LOCK_FILE,
+    README,
+)
+from patched_wheel.policy import (  # noqa: E402
+    DEFAULT_RELEASE,
+    PLATFORMS,
+    PYTHONS,
+    SUPPORTED_RELEASES,
+    canonical_python,
+    canonical_release,
+)
+from patched_wheel.refresh import refresh_lock  # noqa: E402
+from patched_wheel.resolve import resolve_base  # noqa: E402
+
+logger = logging.getLogger("patched_wheel")
 
 
-def _progress(line: str) -> None:
-    print(line, flush=True)
+def _argument_type(check: Callable[[str], str], name: str) -> Callable[[str], str]:
+    """An argparse ``type=`` that reports ``check``'s own message."""
+
+    def convert(value: str) -> str:
+        try:
+            return check(value)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    convert.__name__ = name
+    return convert
+
+
+RELEASE_OR_INSTALLED = _argument_type(release_or_installed, "release")
+RELEASE = _argument_type(canonical_release, "release")
+PLATFORM = _argument_type(canonical_platform, "platform")
+PYTHON = _argument_type(canonical_python, "python")
+
+
+def _build_choice(args: argparse.Namespace) -> BaseChoice:
+    """The base the options ask for; without any base option, the environment's."""
+    unlocked = args.unlocked or unlocked_from_environment(os.environ)
+    if args.base_wheel is not None:
+        return BaseChoice(wheel=args.base_wheel, wheel_source="--base-wheel", unlocked=unlocked)
+    if args.release or args.platform or args.python:
+        names = "--release installed with --platform or --python"
+        return request_choice(args.release, args.platform, args.python, unlocked, names=names)
+    choice = choice_from_environment(os.environ)
+    return BaseChoice(
+        choice.request, choice.wheel, choice.wheel_source, choice.unlocked or unlocked
+    )
 
 
 def _build(args: argparse.Namespace) -> int:
-    environ: Dict[str, str] = dict(os.environ)
-    if args.base_wheel:
-        environ = {"TORCHTRT_BASE_WHEEL": args.base_wheel}
-    elif args.version or args.platform or args.python:
-        environ = {
-            "TORCHTRT_BASE_VERSION": args.version or "",
-            "TORCHTRT_BASE_PLATFORM": args.platform or "",
-            "TORCHTRT_BASE_PYTHON": args.python or "",
-        }
-    base = base_from_environment(environ)
-    if isinstance(base, BaseRequest):
-        found = download_base(base, Path(args.cache))
-        assert found is not None
-        base = found
-    lock = None if args.no_lock else load_lock(Path(args.lock))
-    patched = build_patched_wheel(base, Path(args.overlay), dest_dir=Path(args.dest), lock=lock)
+    lock = load_lock(args.lock)
+    base = resolve_base(_build_choice(args), lock=lock, cache_dir=args.cache)
+    patched = build_patched_wheel(base, out_dir=args.out, overlay=read_overlay(args.overlay))
     print(patched)
     return 0
 
 
 def _matrix(args: argparse.Namespace) -> int:
-    out_dir = Path(args.out)
-    requests = requests_for(args.release, args.platform_list, args.python_list)
+    requests = requests_for(args.release, args.platform, args.python)
     entries = build_matrix(
         requests,
-        out_dir=out_dir,
-        cache_dir=Path(args.cache),
-        overlay=Path(args.overlay),
-        lock=load_lock(Path(args.lock)),
+        out_dir=args.out,
+        cache_dir=args.cache,
+        overlay=read_overlay(args.overlay),
+        lock=load_lock(args.lock),
         jobs=args.jobs,
-        progress=_progress,
     )
     if not entries:
         raise PatchError(
-            "PyPI has none of the requested wheels; check --release, --platform and --python"
+            "the index has none of the requested wheels; check --release, "
+            "--platform and --python"
         )
-    out_dir.mkdir(parents=True, exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
     document = json.dumps(matrix_document(entries), indent=2) + "\n"
-    (out_dir / "supported_matrix.json").write_text(document, encoding="utf-8")
-    print()
+    (args.out / "supported_matrix.json").write_text(document, encoding="utf-8")
     print(summary(entries))
-    print(f"wheels and supported_matrix.json in {out_dir}")
+    print(f"wheels and supported_matrix.json in {args.out}")
     if args.update_docs:
         update_docs(entries, docs_matrix=DOCS_MATRIX, readme=README)
         print(f"updated {DOCS_MATRIX.relative_to(README.parent)} and the table in README.md")
-    return 1 if any(entry.error for entry in entries) else 0
+    failed = sum(entry.error is not None for entry in entries)
+    if failed:
+        raise PatchError(f"{failed} of {len(entries)} wheels failed; see the lines above")
+    return 0
 
 
 def _lock(args: argparse.Namespace) -> int:
-    requests = requests_for(args.release, args.platform_list, args.python_list)
-    wheels = refresh_lock(
-        requests, Path(args.cache), path=Path(args.lock), jobs=args.jobs, progress=_progress
-    )
-    print(f"{args.lock}: {len(wheels)} official wheels")
+    requests = requests_for(args.release, args.platform, args.python)
+    lock = refresh_lock(requests, path=args.lock, jobs=args.jobs)
+    print(f"{args.lock}: {len(lock.wheels)} official wheels")
     return 0
+
+
+def _add_base_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--release",
+        type=RELEASE_OR_INSTALLED,
+        help=f"base release to fetch, or '{INSTALLED}' for the release, platform and Python "
+        f"of the installed torch_tensorrt (default: {DEFAULT_RELEASE}, the newest supported)",
+    )
+    command.add_argument(
+        "--platform", type=PLATFORM, help="platform tag, e.g. manylinux_2_28_aarch64"
+    )
+    command.add_argument("--python", type=PYTHON, help="Python version, e.g. 3.12")
+    command.add_argument("--base-wheel", type=Path, help="an official wheel file (offline)")
+    command.add_argument(
+        "--unlocked",
+        action="store_true",
+        help="build a base the lock of official wheels does not know (with a warning) instead "
+        "of refusing it; its bytes are then checked by nothing but its own RECORD",
+    )
+    command.add_argument("--out", type=Path, default=Path("dist"), help="output folder")
+
+
+def _add_matrix_options(command: argparse.ArgumentParser) -> None:
+    supported = ", ".join(SUPPORTED_RELEASES)
+    command.add_argument(
+        "--release", type=RELEASE, action="append", help=f"a base release (default: {supported})"
+    )
+    command.add_argument(
+        "--platform", type=PLATFORM, action="append", help=f"default: {', '.join(PLATFORMS)}"
+    )
+    command.add_argument(
+        "--python", type=PYTHON, action="append", help=f"default: {', '.join(PYTHONS)}"
+    )
+    command.add_argument("--jobs", type=int, default=4, help="parallel downloads")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -109,54 +181,68 @@ def _parser() -> argparse.ArgumentParser:
         description="Build patched torch_tensorrt wheels from the official releases.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
-
     build = commands.add_parser("build", help="build one patched wheel")
-    build.add_argument("--base-wheel", help="an official wheel file (offline)")
-    build.add_argument("--version", help="base release to download (default 2.14.0)")
-    build.add_argument("--platform", help="platform tag, e.g. manylinux_2_28_aarch64")
-    build.add_argument("--python", help="Python version, e.g. 3.12")
-    build.add_argument("--dest", default="dist", help="output folder (default: dist)")
-    build.add_argument("--no-lock", action="store_true", help="skip the sha256 lock check")
+    _add_base_options(build)
     build.set_defaults(run=_build)
-
     matrix = commands.add_parser("matrix", help="build every supported release x platform x Python")
-    matrix.add_argument("--out", default="dist/matrix", help="output folder (default: dist/matrix)")
+    matrix.add_argument("--out", type=Path, default=Path("dist/matrix"), help="output folder")
     matrix.add_argument(
         "--update-docs",
         action="store_true",
-        help="also rewrite docsrc/_data/supported_matrix.json and the README's table",
+        help="also rewrite docsrc/_data/supported_matrix.json and the README's table (only "
+        "when every wheel was built)",
     )
     matrix.set_defaults(run=_matrix)
-
     lock = commands.add_parser("lock", help="refresh the lock of the official wheels' sha256")
     lock.set_defaults(run=_lock)
-
-    for command in (build, matrix, lock):
-        command.add_argument("--cache", default=str(DEFAULT_CACHE_DIR), help="base wheel cache")
-        command.add_argument("--lock", default=str(LOCK_FILE), help="the lock file")
-    for command in (build, matrix):
-        command.add_argument("--overlay", default=str(DEFAULT_OVERLAY), help="the overlay")
     for command in (matrix, lock):
-        command.add_argument(
-            "--release", action="append", help="a base release (repeatable; default: supported)"
-        )
-        command.add_argument("--platform", dest="platform_list", action="append")
-        command.add_argument("--python", dest="python_list", action="append")
-        command.add_argument("--jobs", type=int, default=4, help="parallel downloads")
+        _add_matrix_options(command)
+    for command in (build, matrix, lock):
+        command.add_argument("--lock", type=Path, default=LOCK_FILE, help="the lock file")
+    for command in (build, matrix):
+        command.add_argument("--cache", type=Path, default=DEFAULT_CACHE_DIR, help="base cache")
+        command.add_argument("--overlay", type=Path, default=DEFAULT_OVERLAY, help="the overlay")
     return parser
+
+
+class _Formatter(logging.Formatter):
+    """Progress as plain lines; warnings and worse with their level, as ``warning: ...``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = super().format(record)
+        if record.levelno >= logging.WARNING:
+            return f"{record.levelname.lower()}: {message}"
+        return message
+
+
+def configure_logging() -> None:
+    """The build's log lines on stderr: progress (INFO) and warnings."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Formatter("%(message)s"))
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
+def _with_defaults(args: argparse.Namespace) -> argparse.Namespace:
+    if args.command in ("matrix", "lock"):
+        args.release = args.release or list(SUPPORTED_RELEASES)
+        args.platform = args.platform or list(PLATFORMS)
+        args.python = args.python or list(PYTHONS)
+    return args
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run a command; a :class:`PatchError` is printed and gives exit status 1."""
-    args = _parser().parse_args(argv)
-    defaults: Dict[str, Sequence[str]] = {
-        "release": SUPPORTED_RELEASES,
-        "platform_list": PLATFORMS,
-        "python_list": PYTHONS,
-    }
-    for name, default in defaults.items():
-        if hasattr(args, name) and not getattr(args, name):
-            setattr(args, name, list(default))
+    parser = _parser()
+    args = _with_defaults(parser.parse_args(argv))
+    if (
+        args.command == "build"
+        and args.base_wheel
+        and (args.release or args.platform or args.python)
+    ):
+        parser.error("--base-wheel fixes release, platform and Python; leave those options out")
+    configure_logging()
     try:
         status: int = args.run(args)
     except PatchError as error:
@@ -164,6 +250,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 1
     return status
 
+
+__all__: List[str] = ["configure_logging", "main"]
 
 if __name__ == "__main__":
     sys.exit(main())

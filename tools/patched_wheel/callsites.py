@@ -1,7 +1,7 @@
 """Every call of a replaced function in the base package, bound to the overlay's signature.
 
-The overlay cannot be imported where the build runs (no torch there), so its signatures are
-built from its AST: the parameters' kinds, names and whether they have defaults. A call
+The overlay is not imported by the build (it needs torch), so its signatures are built from
+its AST: the parameters' kinds, names and whether they have defaults. A call
 ``deallocate_module(gm, delete_module=False)`` in upstream's sources is then bound to that
 signature with ``inspect.Signature.bind``, which checks the number of positional arguments
 and the keyword names exactly as a real call would.
@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
 from patched_wheel import PatchError
-from patched_wheel.splice import FunctionNode
+from patched_wheel.sources import decode_source
+from patched_wheel.splice import FunctionNode, parse_source
 
 __all__ = ["CallSite", "check_call_sites", "find_call_sites", "signature_from_ast"]
 
@@ -82,39 +83,50 @@ def _called_name(call: ast.Call) -> Optional[str]:
     return None
 
 
-def find_call_sites(sources: Mapping[str, str], names: Iterable[str]) -> List[CallSite]:
+def _segment(lines: List[str], node: ast.Call) -> str:
+    """The call's source text (``ast.get_source_segment`` splits the whole file each time)."""
+    end_lineno = node.end_lineno or node.lineno
+    chosen = [line.encode("utf-8") for line in lines[node.lineno - 1 : end_lineno]]
+    if not chosen:
+        return ""
+    chosen[-1] = chosen[-1][: node.end_col_offset]
+    chosen[0] = chosen[0][node.col_offset :]
+    return b" ".join(chosen).decode("utf-8", errors="replace")
+
+
+def _site(path: str, lines: List[str], node: ast.Call, name: str) -> CallSite:
+    keywords = tuple(k.arg for k in node.keywords if k.arg is not None)
+    spreads = any(isinstance(a, ast.Starred) for a in node.args) or any(
+        k.arg is None for k in node.keywords
+    )
+    positional = len([a for a in node.args if not isinstance(a, ast.Starred)])
+    segment = _segment(lines, node) or name
+    return CallSite(
+        path, node.lineno, name, positional, keywords, spreads, " ".join(segment.split())
+    )
+
+
+def find_call_sites(sources: Mapping[str, bytes], names: Iterable[str]) -> List[CallSite]:
     """Every call of one of ``names`` in ``sources`` (path -> Python source), in path order.
 
+    Only the sources that hold one of the names as bytes are parsed: a call needs its name
+    written out, and parsing every module of the package is most of a build's time.
+
     Raises:
-        PatchError: If a source file does not parse.
+        PatchError: If a source that holds a name cannot be decoded or parsed.
     """
     wanted = set(names)
+    needles = [name.encode("ascii") for name in wanted]
     sites: List[CallSite] = []
     for path in sorted(sources):
-        try:
-            module = ast.parse(sources[path])
-        except SyntaxError as error:
-            raise PatchError(
-                f"{path}: cannot parse upstream's source ({error.msg}, line {error.lineno}) "
-                "with this Python; build with the Python version the wheel is for"
-            ) from None
+        if not any(needle in sources[path] for needle in needles):
+            continue
+        text = decode_source(sources[path], path).text
+        module = parse_source(text, f"upstream's {path}")
+        lines = text.splitlines()
         for node in ast.walk(module):
-            if not isinstance(node, ast.Call):
-                continue
-            name = _called_name(node)
-            if name not in wanted:
-                continue
-            keywords = tuple(k.arg for k in node.keywords if k.arg is not None)
-            spreads = any(isinstance(a, ast.Starred) for a in node.args) or any(
-                k.arg is None for k in node.keywords
-            )
-            positional = len([a for a in node.args if not isinstance(a, ast.Starred)])
-            text = ast.get_source_segment(sources[path], node) or name
-            sites.append(
-                CallSite(
-                    path, node.lineno, name, positional, keywords, spreads, " ".join(text.split())
-                )
-            )
+            if isinstance(node, ast.Call) and _called_name(node) in wanted:
+                sites.append(_site(path, lines, node, str(_called_name(node))))
     return sites
 
 
@@ -133,7 +145,7 @@ def _bind_error(signature: inspect.Signature, site: CallSite) -> Optional[str]:
 
 
 def check_call_sites(
-    sources: Mapping[str, str], functions: Mapping[str, FunctionNode], *, wheel: str
+    sources: Mapping[str, bytes], functions: Mapping[str, FunctionNode], *, wheel: str
 ) -> List[CallSite]:
     """Bind every call of the given overlay functions in ``sources`` to their signatures.
 

@@ -1,98 +1,136 @@
 """The lock of the official wheels: the sha256 of each ``torch-tensorrt`` wheel on PyPI.
 
-The lock is a JSON file in the repository, ``official_wheels.lock.json`` beside this module,
-mapping each official wheel's file name (which names its release, Python and platform) to its
-sha256. The build refuses a base whose file name the lock knows but whose bytes differ, and
-builds one the lock does not know with a warning. ``python tools/patched_wheel lock``
-refreshes it from PyPI.
+The lock is a JSON file in the repository (:data:`~patched_wheel.paths.LOCK_FILE`) mapping
+each official wheel's file name, which names its release, Python and platform, to its sha256.
+It is the build's source of trust: a base the lock does not know is refused unless the user
+opts in, and a release, platform and Python the lock knows is accepted only as the very file
+the lock names. This module only reads and checks; ``patched_wheel.refresh`` rewrites it from
+the index.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Mapping, Optional, Sequence
+from typing import FrozenSet, Mapping, Optional
 
+from packaging.tags import Tag
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
 from patched_wheel import PatchError
-from patched_wheel.base import BaseRequest, download_many
-from patched_wheel.wheelfile import sha256_of_file
+from patched_wheel.paths import LOCK_FILE
+from patched_wheel.policy import supported_releases_text
 
-__all__ = ["LOCK_FILE", "check_against_lock", "load_lock", "refresh_lock", "write_lock"]
+__all__ = ["LOCK_FILE", "Lock", "load_lock", "write_lock"]
 
-LOCK_FILE = Path(__file__).resolve().with_name("official_wheels.lock.json")
+logger = logging.getLogger(__name__)
 
 _ABOUT = (
     "sha256 of the official torch-tensorrt wheels on PyPI, by file name. "
     "Refresh with: python tools/patched_wheel lock"
 )
 
+# What a user reads when a base is unknown to the lock: the two ways to opt in.
+UNLOCKED_OPT_IN = "set TORCHTRT_BASE_UNLOCKED=1 (or pass build --unlocked)"
 
-def load_lock(path: Path = LOCK_FILE) -> Dict[str, str]:
-    """File name -> sha256 of every wheel in the lock; empty if there is no lock file."""
-    if not path.is_file():
-        return {}
+
+@dataclass(frozen=True)
+class Lock:
+    """File name -> sha256 of every official wheel the build trusts."""
+
+    wheels: Mapping[str, str]
+
+    def official_name(self, version: str, tags: FrozenSet[Tag]) -> Optional[str]:
+        """The file name of the official wheel of ``version`` for one of ``tags``, if locked.
+
+        ``tags`` are in no order: the first file name in sorted order wins, as for any two
+        official wheels of one release serving the same tag (there are none today).
+        """
+        for name in sorted(self.wheels):
+            if _same_release(name, version, tags):
+                return name
+        return None
+
+    def check(self, filename: str, sha256: str, *, unlocked: bool) -> None:
+        """Accept the base ``filename`` with bytes of ``sha256``, or raise.
+
+        Raises:
+            PatchError: When the sha256 differs from the lock's; when the lock knows the
+                release, platform and Python under another file name; when the lock does not
+                know the base and ``unlocked`` is false.
+        """
+        expected = self.wheels.get(filename)
+        if expected is not None:
+            if sha256 != expected:
+                raise PatchError(
+                    f"{filename}: sha256 {sha256} differs from the official wheel's {expected} "
+                    "in the lock; this is not the official file, delete it and download it again"
+                )
+            return
+        known = self._same_release_as(filename)
+        if known is not None:
+            raise PatchError(
+                f"{filename}: the lock knows this release, platform and Python as {known}, and "
+                "this file is not it; use the official wheel (the opt-in for unknown bases "
+                "does not apply to a wheel the lock knows)"
+            )
+        if not unlocked:
+            raise PatchError(
+                f"{filename} is not in the lock of official wheels, so the build cannot check "
+                f"that it is the official file; choose a supported release "
+                f"({supported_releases_text()}) or, for a wheel you trust from another index "
+                f"(such as a CUDA variant 2.x.y+cu128), {UNLOCKED_OPT_IN}"
+            )
+        logger.warning(
+            "%s is not in the lock of official wheels; building it unchecked, as asked "
+            "(TORCHTRT_BASE_UNLOCKED=1 or --unlocked)",
+            filename,
+        )
+
+    def _same_release_as(self, filename: str) -> Optional[str]:
+        try:
+            _, version, _, tags = parse_wheel_filename(filename)
+        except (InvalidWheelFilename, InvalidVersion):
+            return None
+        return self.official_name(str(version), tags)
+
+
+def _same_release(name: str, version: str, tags: FrozenSet[Tag]) -> bool:
+    try:
+        _, locked_version, _, locked_tags = parse_wheel_filename(name)
+        return locked_version == Version(version) and bool(locked_tags & tags)
+    except (InvalidWheelFilename, InvalidVersion):
+        return False
+
+
+def load_lock(path: Path = LOCK_FILE) -> Lock:
+    """The lock at ``path``.
+
+    Raises:
+        PatchError: If the file is missing or is not a lock.
+    """
     try:
         wheels = json.loads(path.read_text(encoding="utf-8"))["wheels"]
-    except (ValueError, KeyError, TypeError) as error:
+        return Lock({str(name): str(digest) for name, digest in wheels.items()})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
         raise PatchError(
             f"{path}: not a lock file ({error!r}); restore it from git or refresh it with "
             "'python tools/patched_wheel lock'"
         ) from None
-    return {str(name): str(digest) for name, digest in wheels.items()}
 
 
 def write_lock(wheels: Mapping[str, str], path: Path = LOCK_FILE) -> None:
-    """Write the lock, sorted by file name, so that a refresh gives a readable diff."""
+    """Write the lock, sorted by file name (a readable diff), through a temporary file."""
     document = {"about": _ABOUT, "wheels": dict(sorted(wheels.items()))}
-    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-
-
-def check_against_lock(base_wheel: Path, lock: Mapping[str, str]) -> Optional[str]:
-    """Check the base's sha256 against the lock.
-
-    Returns:
-        A warning when the lock does not know the file name; ``None`` when it matches.
-
-    Raises:
-        PatchError: When the lock knows the file name and the sha256 differs.
-    """
-    expected = lock.get(base_wheel.name)
-    if expected is None:
-        return (
-            f"{base_wheel.name} is not in the lock of official wheels, so its sha256 cannot be "
-            "checked; building it anyway"
-        )
-    actual = sha256_of_file(base_wheel)
-    if actual != expected:
-        raise PatchError(
-            f"{base_wheel.name}: sha256 {actual} differs from the official wheel's {expected} "
-            "in the lock; this is not the official file, delete it and download it again"
-        )
-    return None
-
-
-def refresh_lock(
-    requests: Sequence[BaseRequest],
-    cache_dir: Path,
-    *,
-    path: Path = LOCK_FILE,
-    jobs: int = 4,
-    progress: Optional[Callable[[str], None]] = None,
-) -> Dict[str, str]:
-    """Download every requested official wheel that PyPI has and record its sha256.
-
-    Entries of other releases already in the lock are kept.
-    """
-    wheels = load_lock(path)
-    releases = {request.version for request in requests}
-    wheels = {name: digest for name, digest in wheels.items() if name.split("-")[1] not in releases}
-
-    def report(request: BaseRequest, found: Optional[Path]) -> None:
-        if progress is not None:
-            progress(f"{request.describe()}: {found.name if found else 'not on PyPI'}")
-
-    for _, found in download_many(requests, cache_dir, jobs=jobs, on_result=report):
-        if found is not None:
-            wheels[found.name] = sha256_of_file(found)
-    write_lock(wheels, path)
-    return wheels
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+            stream.write(json.dumps(document, indent=2) + "\n")
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)

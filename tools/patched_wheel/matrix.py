@@ -1,38 +1,51 @@
-"""The release command: patched wheels for every release, platform and Python PyPI has.
+"""The release command: patched wheels for every release, platform and Python the index has.
 
-It asks the index for every combination of the requested releases, platforms and Python
-versions (a combination PyPI lacks is skipped), builds a patched wheel from each base into one
-folder, prints a line per wheel and a table at the end, and writes ``supported_matrix.json``
-beside the wheels. With ``update_docs`` it also rewrites the committed
-``docsrc/_data/supported_matrix.json`` and the README's table between its markers, so the
-supported table is produced by this command, never typed by hand.
+It asks the index once for its list of files (a combination the index lacks is skipped),
+fetches every base the lock knows into the cache (in parallel), builds a patched wheel from
+each into one folder, logs a line per wheel and prints a table at the end, and writes
+``supported_matrix.json`` beside the wheels. With ``update_docs`` it also rewrites the
+committed ``docsrc/_data/supported_matrix.json`` and the README's table between its markers,
+so the supported table is produced by this command, never typed by hand; it does so only when
+every wheel was checked and built, so that a failure never leaves a partial table.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import logging
+import os
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from patched_wheel import PatchError
-from patched_wheel.base import REPOSITORY, BaseRequest, download_many
-from patched_wheel.build import DEFAULT_OVERLAY, LOCAL_LABEL, build_patched_wheel
+from patched_wheel.base import read_base
+from patched_wheel.build import build_patched_wheel
+from patched_wheel.download import BaseRequest, index_digests, index_url
+from patched_wheel.lock import Lock
+from patched_wheel.policy import LOCAL_LABEL
+from patched_wheel.refresh import indexed_name
+from patched_wheel.resolve import ensure_cached
+from patched_wheel.splice import OverlayParts
 
 __all__ = [
-    "DOCS_MATRIX",
-    "README",
+    "END_MARKER",
     "MatrixEntry",
+    "START_MARKER",
     "build_matrix",
     "matrix_document",
     "readme_table",
+    "requests_for",
+    "summary",
     "update_docs",
 ]
 
-DOCS_MATRIX = REPOSITORY / "docsrc" / "_data" / "supported_matrix.json"
-README = REPOSITORY / "README.md"
+logger = logging.getLogger(__name__)
+
 START_MARKER = "<!-- supported-matrix:start -->"
 END_MARKER = "<!-- supported-matrix:end -->"
 
@@ -45,7 +58,7 @@ PLATFORM_TITLES = {
 
 @dataclass(frozen=True)
 class MatrixEntry:
-    """One combination PyPI has: its base wheel and the patched wheel, or why it failed."""
+    """One combination the index has: its base wheel and the patched wheel, or why it failed."""
 
     release: str
     platform: str
@@ -56,51 +69,72 @@ class MatrixEntry:
     error: Optional[str] = None
 
 
+def _fetch(
+    found: Sequence[Tuple[BaseRequest, str]], lock: Lock, cache_dir: Path, jobs: int
+) -> List[Tuple[BaseRequest, str, Optional[Path], Optional[str]]]:
+    """(request, base name, cached path or None, error or None) for each base, in order."""
+
+    def fetch(
+        item: Tuple[BaseRequest, str],
+    ) -> Tuple[BaseRequest, str, Optional[Path], Optional[str]]:
+        try:
+            return item[0], item[1], ensure_cached(item[0], lock=lock, cache_dir=cache_dir), None
+        except PatchError as error:
+            return item[0], item[1], None, str(error)
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(fetch, found))
+
+
+def _build_one(
+    path: Path, lock: Lock, out_dir: Path, overlay: Optional[OverlayParts]
+) -> Tuple[Optional[str], Optional[str]]:
+    """(patched wheel's name, None) or (None, why it failed)."""
+    try:
+        base = read_base(path, lock=lock, what="the cached base wheel")
+        return build_patched_wheel(base, out_dir=out_dir, overlay=overlay).name, None
+    except PatchError as error:
+        return None, str(error)
+
+
 def build_matrix(
     requests: Sequence[BaseRequest],
     *,
     out_dir: Path,
     cache_dir: Path,
-    overlay: Path = DEFAULT_OVERLAY,
-    lock: Optional[Mapping[str, str]] = None,
+    lock: Lock,
+    overlay: Optional[OverlayParts] = None,
     jobs: int = 4,
-    progress: Callable[[str], None] = print,
+    index: Optional[str] = None,
 ) -> List[MatrixEntry]:
-    """Download every base in ``requests`` that PyPI has and build its patched wheel."""
-    found = [(r, p) for r, p in download_many(requests, cache_dir, jobs=jobs) if p is not None]
+    """Build the patched wheel of every base in ``requests`` that the index has.
+
+    Raises:
+        IndexUnreachable: If the index's list of files cannot be had (nothing is built).
+    """
+    digests = index_digests(index or index_url())
+    found = [(r, n) for r in requests for n in [indexed_name(r, digests)] if n is not None]
     entries: List[MatrixEntry] = []
-    warnings: List[str] = []
-    for index, (request, base_wheel) in enumerate(found, start=1):
-        assert request.platform is not None and request.python is not None
+    fetched = _fetch(found, lock, cache_dir, jobs)
+    for number, (request, name, path, error) in enumerate(fetched, start=1):
         start = time.perf_counter()
-        try:
-            patched = build_patched_wheel(
-                base_wheel, overlay, dest_dir=out_dir, lock=lock, warn=warnings.append
+        patched = None
+        if path is not None:
+            patched, error = _build_one(path, lock, out_dir, overlay)
+        seconds = time.perf_counter() - start
+        entries.append(
+            MatrixEntry(
+                request.release,
+                str(request.platform),
+                str(request.python),
+                name,
+                patched,
+                seconds,
+                error,
             )
-        except PatchError as error:
-            entry = MatrixEntry(
-                request.version,
-                request.platform,
-                request.python,
-                base_wheel.name,
-                None,
-                time.perf_counter() - start,
-                str(error),
-            )
-            progress(f"[{index:>3}/{len(found)}] FAILED {base_wheel.name}: {error}")
-        else:
-            entry = MatrixEntry(
-                request.version,
-                request.platform,
-                request.python,
-                base_wheel.name,
-                patched.name,
-                time.perf_counter() - start,
-            )
-            progress(f"[{index:>3}/{len(found)}] {patched.name} ({entry.seconds:.2f} s)")
-        entries.append(entry)
-    for warning in warnings:
-        progress(f"warning: {warning}")
+        )
+        done = f"{patched} ({seconds:.2f} s)" if error is None else f"FAILED {name}: {error}"
+        logger.info("[%3d/%d] %s", number, len(fetched), done)
     return entries
 
 
@@ -170,11 +204,32 @@ def summary(entries: Sequence[MatrixEntry]) -> str:
     return "\n".join(lines)
 
 
+def _write_text(path: Path, text: str) -> None:
+    """Write through a temporary file in the same folder, then rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+
+
 def update_docs(entries: Sequence[MatrixEntry], *, docs_matrix: Path, readme: Path) -> None:
-    """Write the committed matrix JSON and the README's table between its markers."""
-    docs_matrix.parent.mkdir(parents=True, exist_ok=True)
-    document = json.dumps(matrix_document(entries), indent=2) + "\n"
-    docs_matrix.write_text(document, encoding="utf-8")
+    """Write the committed matrix JSON and the README's table between its markers.
+
+    Raises:
+        PatchError: If any entry failed (a partial table is never written), or the README
+            lacks the markers; nothing is written then.
+    """
+    failed = [entry.base_wheel for entry in entries if entry.error is not None]
+    if failed or not entries:
+        raise PatchError(
+            f"{len(failed)} of {len(entries)} wheels were not built, so the docs are left "
+            "unchanged (a partial table is never written); fix the failures and run again"
+        )
     text = readme.read_text(encoding="utf-8")
     start, end = text.find(START_MARKER), text.find(END_MARKER)
     if start < 0 or end < start:
@@ -183,7 +238,8 @@ def update_docs(entries: Sequence[MatrixEntry], *, docs_matrix: Path, readme: Pa
             "supported table belongs"
         )
     block = f"{START_MARKER}\n{readme_table(entries)}\n{END_MARKER}"
-    readme.write_text(text[:start] + block + text[end + len(END_MARKER) :], encoding="utf-8")
+    _write_text(docs_matrix, json.dumps(matrix_document(entries), indent=2) + "\n")
+    _write_text(readme, text[:start] + block + text[end + len(END_MARKER) :])
 
 
 def requests_for(

@@ -1,8 +1,9 @@
-"""Where the overlay lives, and how code outside the build imports it on its own.
+"""The overlay: read and parsed once for the build, or imported on its own for tests.
 
-The overlay is not an installed module: the build splices it into upstream's file. Tests and
-benchmarks import it from its path instead; it needs torch, not TensorRT. Importing this
-module imports neither.
+The overlay is not an installed module: the build splices it into upstream's file, from the
+one parsed object :func:`read_overlay` returns (the splice, the call-site check and the
+signature check share it). Tests and benchmarks import it from its path instead, with
+:func:`load_overlay`; it needs torch, not TensorRT. Importing this module imports neither.
 """
 
 from __future__ import annotations
@@ -13,11 +14,10 @@ from pathlib import Path
 from types import ModuleType
 
 from patched_wheel import PatchError
-from patched_wheel.base import REPOSITORY
+from patched_wheel.paths import DEFAULT_OVERLAY
+from patched_wheel.splice import OverlayParts, parse_overlay
 
-__all__ = ["DEFAULT_OVERLAY", "OVERLAY_MODULE_NAME", "load_overlay"]
-
-DEFAULT_OVERLAY = REPOSITORY / "py" / "torch_tensorrt" / "dynamo" / "utils.py"
+__all__ = ["DEFAULT_OVERLAY", "OVERLAY_MODULE_NAME", "load_overlay", "read_overlay"]
 
 # The name the overlay is imported under: not torch_tensorrt's, which needs TensorRT.
 OVERLAY_MODULE_NAME = "torchtrt_fork_overlay_utils"
@@ -39,3 +39,18 @@ def load_overlay(path: Path = DEFAULT_OVERLAY) -> ModuleType:
         del sys.modules[OVERLAY_MODULE_NAME]
         raise
     return module
+
+
+def read_overlay(path: Path = DEFAULT_OVERLAY) -> OverlayParts:
+    """The overlay at ``path``, parsed once.
+
+    Raises:
+        PatchError: If it cannot be read, or has a statement the splice has no rule for.
+    """
+    try:
+        source = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise PatchError(
+            f"cannot read the overlay {str(path)!r} ({error}); check the path"
+        ) from None
+    return parse_overlay(source)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Dict, List, Sequence, Set, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from patched_wheel import PatchError
 
@@ -29,7 +29,9 @@ __all__ = [
     "OverlayParts",
     "check_splice",
     "parse_overlay",
+    "parse_source",
     "splice_functions",
+    "splice_overlay",
     "top_level_definitions",
 ]
 
@@ -42,6 +44,7 @@ _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 class OverlayParts:
     """The top-level statements of an overlay, sorted by what the splice does with them."""
 
+    source: str
     definitions: Tuple[DefinitionNode, ...]
     imports: Tuple[Union[ast.Import, ast.ImportFrom], ...]
     constants: Tuple[Union[ast.Assign, ast.AnnAssign], ...]
@@ -52,13 +55,19 @@ class OverlayParts:
         return tuple(d for d in self.definitions if not isinstance(d, ast.ClassDef))
 
 
-def _parse(source: str, what: str) -> ast.Module:
+def parse_source(source: Union[str, bytes], what: str) -> ast.Module:
+    """``ast.parse`` with every failure, a null byte or a bomb of nesting too, as a refusal."""
     try:
         return ast.parse(source)
     except SyntaxError as error:
         raise PatchError(
             f"{what} is not valid Python ({error.msg}, line {error.lineno}); "
-            "fix the file and build again"
+            "use the official file, or fix the overlay"
+        ) from None
+    except (ValueError, MemoryError, RecursionError) as error:
+        raise PatchError(
+            f"{what} cannot be parsed as Python ({type(error).__name__}: {error}); "
+            "use the official file, or fix the overlay"
         ) from None
 
 
@@ -82,7 +91,7 @@ def _is_docstring(node: ast.stmt) -> bool:
 
 def parse_overlay(overlay_source: str) -> OverlayParts:
     """Sort the overlay's top-level statements; refuse any the splice has no rule for."""
-    module = _parse(overlay_source, "the overlay")
+    module = parse_source(overlay_source, "the overlay")
     definitions: List[DefinitionNode] = []
     imports: List[Union[ast.Import, ast.ImportFrom]] = []
     constants: List[Union[ast.Assign, ast.AnnAssign]] = []
@@ -107,7 +116,7 @@ def parse_overlay(overlay_source: str) -> OverlayParts:
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         raise PatchError(f"the overlay defines {', '.join(duplicates)} more than once")
-    return OverlayParts(tuple(definitions), tuple(imports), tuple(constants))
+    return OverlayParts(overlay_source, tuple(definitions), tuple(imports), tuple(constants))
 
 
 def top_level_definitions(module: ast.Module) -> Dict[str, DefinitionNode]:
@@ -215,7 +224,6 @@ def _new_constants(
     base_source: str,
     overlay: OverlayParts,
     overlay_lines: Sequence[str],
-    overlay_source: str,
     newline: str,
 ) -> List[str]:
     base_constants = {}
@@ -228,7 +236,7 @@ def _new_constants(
     for node in overlay.constants:
         name = _constant_name(node)
         assert name is not None
-        source = ast.get_source_segment(overlay_source, node)
+        source = ast.get_source_segment(overlay.source, node)
         if name in base_constants:
             if base_constants[name] == source:
                 continue
@@ -247,19 +255,10 @@ def _new_constants(
     return lines
 
 
-def splice_functions(base_source: str, overlay_source: str) -> str:
-    """Return ``base_source`` with the overlay spliced in, by the rules of this module.
-
-    Pure: no I/O, and the result depends on the two sources only. Lines keep the base's
-    newline convention (``\\r\\n`` where the base's first line ends so).
-    """
-    base = _parse(base_source, "upstream's module")
-    overlay = parse_overlay(overlay_source)
-    base_lines = base_source.splitlines(keepends=True)
-    overlay_lines = overlay_source.splitlines(keepends=True)
-    newline = "\r\n" if base_lines and base_lines[0].endswith("\r\n") else "\n"
-
-    # Edits on the base's lines: (first index, index after the last, new lines).
+def _definition_edits(
+    base: ast.Module, overlay: OverlayParts, overlay_lines: Sequence[str], newline: str
+) -> Tuple[List[Tuple[int, int, List[str]]], List[str]]:
+    """(edits replacing the base's definitions, lines of the definitions to append)."""
     edits: List[Tuple[int, int, List[str]]] = []
     appended: List[str] = []
     base_definitions = top_level_definitions(base)
@@ -271,15 +270,16 @@ def splice_functions(base_source: str, overlay_source: str) -> str:
             edits.append((_first_line(old) - 1, _end_line(old), new_lines))
         else:
             appended.extend([newline, newline] + new_lines)
+    return edits, appended
 
-    inserted = _new_imports(base, overlay, newline)
-    inserted += _new_constants(base, base_source, overlay, overlay_lines, overlay_source, newline)
-    if inserted:
-        at = _insertion_line(base)
-        edits.append((at, at, inserted))
 
-    if not edits and not appended:
-        return base_source
+def _apply(
+    base_lines: Sequence[str],
+    edits: Sequence[Tuple[int, int, List[str]]],
+    appended: Sequence[str],
+    newline: str,
+) -> str:
+    """The base's lines with ``edits`` made (last first) and ``appended`` at the end."""
     result = list(base_lines)
     if appended:
         if result and not result[-1].endswith(("\n", "\r")):
@@ -290,24 +290,58 @@ def splice_functions(base_source: str, overlay_source: str) -> str:
     return "".join(result)
 
 
-def check_splice(spliced_source: str, overlay_source: str, *, filename: str) -> None:
+def splice_overlay(
+    base_source: str, overlay: OverlayParts, base: Optional[ast.Module] = None
+) -> str:
+    """Return ``base_source`` with the parsed overlay spliced in, by the rules of this module.
+
+    Pure: no I/O, and the result depends on the two sources only. Lines keep the base's
+    newline convention (``\\r\\n`` where the base's first line ends so). ``base`` is the
+    base's module if the caller has parsed it already.
+    """
+    if base is None:
+        base = parse_source(base_source, "upstream's module")
+    base_lines = base_source.splitlines(keepends=True)
+    overlay_lines = overlay.source.splitlines(keepends=True)
+    newline = "\r\n" if base_lines and base_lines[0].endswith("\r\n") else "\n"
+    edits, appended = _definition_edits(base, overlay, overlay_lines, newline)
+    inserted = _new_imports(base, overlay, newline)
+    inserted += _new_constants(base, base_source, overlay, overlay_lines, newline)
+    if inserted:
+        at = _insertion_line(base)
+        edits.append((at, at, inserted))
+    if not edits and not appended:
+        return base_source
+    return _apply(base_lines, edits, appended, newline)
+
+
+def splice_functions(base_source: str, overlay_source: str) -> str:
+    """:func:`splice_overlay` on two sources (the overlay parsed here)."""
+    return splice_overlay(base_source, parse_overlay(overlay_source))
+
+
+def check_splice(spliced: bytes, overlay: OverlayParts, *, filename: str) -> None:
     """Check that the spliced module compiles and holds each overlay definition unchanged.
+
+    ``spliced`` is the module's bytes as written, so its encoding (BOM, coding cookie) is
+    checked too.
 
     Raises:
         PatchError: If the result does not compile, or a function's AST differs from the
             overlay's.
     """
     try:
-        compile(spliced_source, filename, "exec", dont_inherit=True)
-    except SyntaxError as error:
+        module = ast.parse(spliced, filename)
+        compile(module, filename, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as error:
         raise PatchError(
-            f"{filename}: the spliced module does not compile ({error.msg}, line "
-            f"{error.lineno}); the overlay does not fit this base release"
+            f"{filename}: the spliced module does not compile ({error}); the overlay does "
+            "not fit this base release"
         ) from None
-    spliced = top_level_definitions(ast.parse(spliced_source))
-    for definition in parse_overlay(overlay_source).definitions:
-        found = spliced.get(definition.name)
-        if found is None or ast.dump(found) != ast.dump(definition):
+    found = top_level_definitions(module)
+    for definition in overlay.definitions:
+        spliced_definition = found.get(definition.name)
+        if spliced_definition is None or ast.dump(spliced_definition) != ast.dump(definition):
             raise PatchError(
                 f"{filename}: after the splice, {definition.name} differs from the overlay's; "
                 "the splice went wrong for this base release, please report it"

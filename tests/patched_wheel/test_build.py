@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ast
 import difflib
-import hashlib
+import logging
+import os
 import re
 import shutil
 import subprocess
@@ -14,24 +15,29 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
-from build_helpers import OVERLAY, TEST_PLATFORM, TEST_PYTHON, fetch
-
 from patched_wheel import PatchError
-from patched_wheel.base import SUPPORTED_RELEASES
+from patched_wheel.base import read_base
 from patched_wheel.build import build_patched_wheel
-from patched_wheel.lock import load_lock
+from patched_wheel.lock import Lock, load_lock
+from patched_wheel.overlay import read_overlay
+from patched_wheel.paths import DEFAULT_OVERLAY as OVERLAY
+from patched_wheel.policy import SUPPORTED_RELEASES
 from patched_wheel.splice import parse_overlay, top_level_definitions
+from wheel_helpers import (
+    TARGET,
+    TEST_PLATFORM,
+    TEST_PYTHON,
+    fetch,
+    members,
+    sha256,
+)
 
-TARGET = "torch_tensorrt/dynamo/utils.py"
 
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def members(path: Path) -> Dict[str, bytes]:
-    with zipfile.ZipFile(path) as archive:
-        return {name: archive.read(name) for name in archive.namelist()}
+def build(base: Path, out_dir: Path, lock: Lock, **options: object) -> Path:
+    """Read the base once, verified against ``lock``, and build its patched wheel."""
+    unlocked = bool(options.pop("unlocked", False))
+    wheel = read_base(base, lock=lock, unlocked=unlocked)
+    return build_patched_wheel(wheel, out_dir=out_dir, **options)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")
@@ -39,12 +45,9 @@ def patched_wheels(
     base_wheels: Dict[str, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> Dict[str, Path]:
     """Release -> patched wheel, built once per test module with the committed lock."""
-    dest_dir = tmp_path_factory.mktemp("patched")
+    out_dir = tmp_path_factory.mktemp("patched")
     lock = load_lock()
-    return {
-        release: build_patched_wheel(base, OVERLAY, dest_dir=dest_dir, lock=lock)
-        for release, base in base_wheels.items()
-    }
+    return {release: build(base, out_dir, lock) for release, base in base_wheels.items()}
 
 
 releases = pytest.mark.parametrize("release", SUPPORTED_RELEASES)
@@ -75,7 +78,9 @@ def test_every_other_file_is_byte_identical(
     release: str, base_wheels: Dict[str, Path], patched_wheels: Dict[str, Path]
 ) -> None:
     old, new = f"torch_tensorrt-{release}.dist-info", f"torch_tensorrt-{release}+memfix1.dist-info"
-    before = {name.replace(old, new, 1): data for name, data in members(base_wheels[release]).items()}
+    before = {
+        name.replace(old, new, 1): data for name, data in members(base_wheels[release]).items()
+    }
     after = members(patched_wheels[release])
     changed = {TARGET, f"{new}/METADATA", f"{new}/RECORD"}
     assert set(before) == set(after)
@@ -106,15 +111,15 @@ def test_untouched_lines_of_utils_are_byte_identical(
 def test_build_is_reproducible(base_wheels: Dict[str, Path], tmp_path: Path) -> None:
     base = base_wheels["2.14.0"]
     base_sha = sha256(base)
-    first = build_patched_wheel(base, OVERLAY, dest_dir=tmp_path / "one")
-    second = build_patched_wheel(base, OVERLAY, dest_dir=tmp_path / "two")
+    first = build(base, tmp_path / "one", load_lock())
+    second = build(base, tmp_path / "two", load_lock())
     assert sha256(first) == sha256(second)
     assert sha256(base) == base_sha  # the base is only read
 
 
 def test_unsupported_release_is_refused(unsupported_wheel: Path, tmp_path: Path) -> None:
     with pytest.raises(PatchError) as error:
-        build_patched_wheel(unsupported_wheel, OVERLAY, dest_dir=tmp_path, lock=load_lock())
+        build(unsupported_wheel, tmp_path, load_lock())
     assert error.match(
         "^"
         + re.escape(
@@ -122,7 +127,7 @@ def test_unsupported_release_is_refused(unsupported_wheel: Path, tmp_path: Path)
             "torch_tensorrt/dynamo/utils.py, so the fix 'host heap trimmed after each engine "
             "build' cannot apply (it takes effect through release_host_and_device_memory()); "
             "the build makes no wheel with only some of the fixes. Supported base releases "
-            "are 2.10.0, 2.11.0, 2.12.0, 2.12.1, 2.13.0, 2.14.0: choose one with "
+            f"are {', '.join(SUPPORTED_RELEASES)}: choose one with "
             "TORCHTRT_BASE_VERSION"
         )
         + "$"
@@ -134,9 +139,9 @@ def test_sha256_not_matching_the_lock_is_refused(
     base_wheels: Dict[str, Path], tmp_path: Path
 ) -> None:
     base = base_wheels["2.13.0"]
-    lock = {base.name: "0" * 64}
+    lock = Lock({base.name: "0" * 64})
     with pytest.raises(PatchError) as error:
-        build_patched_wheel(base, OVERLAY, dest_dir=tmp_path, lock=lock)
+        build(base, tmp_path, lock, unlocked=True)  # the opt-in does not cover a known wheel
     assert error.match(
         "^"
         + re.escape(
@@ -148,23 +153,59 @@ def test_sha256_not_matching_the_lock_is_refused(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_base_unknown_to_the_lock_builds_with_a_warning(
-    base_wheels: Dict[str, Path], tmp_path: Path
-) -> None:
-    warnings: List[str] = []
-    build_patched_wheel(
-        base_wheels["2.13.0"], OVERLAY, dest_dir=tmp_path, lock={}, warn=warnings.append
+def test_base_unknown_to_the_lock_is_refused(base_wheels: Dict[str, Path], tmp_path: Path) -> None:
+    base = base_wheels["2.13.0"]
+    with pytest.raises(PatchError) as error:
+        build(base, tmp_path, Lock({}))
+    assert error.match(
+        "^"
+        + re.escape(
+            f"{base.name} is not in the lock of official wheels, so the build cannot check that "
+            f"it is the official file; choose a supported release ({', '.join(SUPPORTED_RELEASES)}"
+            ") or, for a wheel you trust from another index (such as a CUDA variant "
+            "2.x.y+cu128), set TORCHTRT_BASE_UNLOCKED=1 (or pass build --unlocked)"
+        )
+        + "$"
     )
-    assert warnings == [
-        f"{base_wheels['2.13.0'].name} is not in the lock of official wheels, so its sha256 "
-        "cannot be checked; building it anyway"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_base_unknown_to_the_lock_builds_when_unlocked_with_a_warning(
+    base_wheels: Dict[str, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    base = base_wheels["2.13.0"]
+    with caplog.at_level(logging.WARNING, logger="patched_wheel"):
+        patched = build(base, tmp_path, Lock({}), unlocked=True)
+    assert patched.is_file()
+    assert caplog.messages == [
+        f"{base.name} is not in the lock of official wheels; building it unchecked, as asked "
+        "(TORCHTRT_BASE_UNLOCKED=1 or --unlocked)"
     ]
+
+
+def test_base_read_once_is_the_base_copied(base_wheels: Dict[str, Path], tmp_path: Path) -> None:
+    """Replacing the file after it was read and verified changes nothing in the build."""
+    official = base_wheels["2.14.0"]
+    base = tmp_path / "bases" / official.name
+    base.parent.mkdir()
+    shutil.copyfile(official, base)
+    wheel = read_base(base, lock=load_lock())
+    entries = members(official)
+    entries["torch_tensorrt/_version.py"] = b"tampered = True\n"
+    with zipfile.ZipFile(base, "w") as archive:
+        for name, data in entries.items():
+            archive.writestr(name, data)
+    patched = build_patched_wheel(wheel, out_dir=tmp_path / "out")
+    assert (
+        members(patched)["torch_tensorrt/_version.py"]
+        == members(official)["torch_tensorrt/_version.py"]
+    )
 
 
 def test_lock_knows_every_supported_test_base(base_wheels: Dict[str, Path]) -> None:
     lock = load_lock()
     for base in base_wheels.values():
-        assert lock[base.name] == sha256(base)
+        assert lock.wheels[base.name] == sha256(base)
 
 
 def test_incompatible_call_site_in_a_real_release_is_refused(
@@ -177,7 +218,7 @@ def test_incompatible_call_site_in_a_real_release_is_refused(
         encoding="utf-8",
     )
     with pytest.raises(PatchError) as error:
-        build_patched_wheel(base_wheels["2.10.0"], overlay, dest_dir=tmp_path / "out")
+        build(base_wheels["2.10.0"], tmp_path / "out", load_lock(), overlay=read_overlay(overlay))
     assert error.match(
         re.escape(
             "torch_tensorrt/dynamo/_compiler.py:378: deallocate_module(exported_program.module(), "
@@ -204,7 +245,23 @@ def test_pip_installs_the_patched_wheel(patched_wheels: Dict[str, Path], tmp_pat
 
 def test_windows_wheel_keeps_its_crlf_newlines(tmp_path: Path) -> None:
     base = fetch("2.14.0", TEST_PYTHON, "win_amd64")
-    patched = build_patched_wheel(base, OVERLAY, dest_dir=tmp_path, lock=load_lock())
+    patched = build(base, tmp_path, load_lock())
     source = members(patched)[TARGET]
     assert source.count(b"\n") == source.count(b"\r\n") > 1000
     assert b"def trim_host_heap() -> None:\r\n" in source
+
+
+def test_the_core_never_imports_the_network() -> None:
+    """Reading, planning and writing a wheel import neither pip's runner nor an HTTP client."""
+    core = ["base", "build", "plan", "wheelfile", "lock", "splice", "callsites", "overlay"]
+    network = ["patched_wheel.download", "patched_wheel.resolve", "urllib.request"]
+    imports = "; ".join(f"import patched_wheel.{name}" for name in core)
+    check = f"import sys; {imports}; print([m for m in {network!r} if m in sys.modules])"
+    completed = subprocess.run(
+        [sys.executable, "-c", check],
+        env=dict(os.environ, PYTHONPATH=str(OVERLAY.parents[3] / "tools")),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert completed.stdout.strip() == "[]"

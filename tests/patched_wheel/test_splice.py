@@ -12,14 +12,12 @@ from types import ModuleType
 from typing import Dict, List
 
 import pytest
-from build_helpers import OVERLAY
-
 from patched_wheel import PatchError
-from patched_wheel.base import SUPPORTED_RELEASES
 from patched_wheel.callsites import find_call_sites, signature_from_ast
+from patched_wheel.paths import DEFAULT_OVERLAY as OVERLAY
+from patched_wheel.policy import SUPPORTED_RELEASES
 from patched_wheel.splice import check_splice, parse_overlay, splice_functions
-
-TARGET = "torch_tensorrt/dynamo/utils.py"
+from wheel_helpers import TARGET
 
 
 def assert_splice(base: str, overlay: str, expected: str) -> None:
@@ -170,12 +168,12 @@ def test_overlay_that_does_not_parse_is_refused() -> None:
 def test_check_splice_refuses_a_changed_function() -> None:
     overlay = "def f():\n    return 1\n"
     with pytest.raises(PatchError, match=re.escape("after the splice, f differs")):
-        check_splice("def f():\n    return 2\n", overlay, filename="utils.py")
+        check_splice(b"def f():\n    return 2\n", parse_overlay(overlay), filename="utils.py")
 
 
 def test_check_splice_refuses_what_does_not_compile() -> None:
     with pytest.raises(PatchError, match=re.escape("utils.py: the spliced module does not")):
-        check_splice("def f(:\n", "", filename="utils.py")
+        check_splice(b"def f(:\n", parse_overlay(""), filename="utils.py")
 
 
 # --- Invariants on the real utils.py of every supported release -----------------------------
@@ -241,7 +239,7 @@ def test_result_compiles_and_holds_the_overlay(
 ) -> None:
     result = splice_functions(upstream_sources[release][TARGET], overlay_source)
     compile(result, TARGET, "exec", dont_inherit=True)
-    check_splice(result, overlay_source, filename=TARGET)
+    check_splice(result.encode(), parse_overlay(overlay_source), filename=TARGET)
 
 
 @releases
@@ -279,7 +277,7 @@ def test_missing_imports_are_carried(
 def test_every_call_site_binds_to_the_overlay(
     release: str, upstream_sources: Dict[str, Dict[str, str]], overlay_module: ModuleType
 ) -> None:
-    sources = upstream_sources[release]
+    sources = {path: text.encode() for path, text in upstream_sources[release].items()}
     sites = find_call_sites(sources, ["deallocate_module", "release_host_and_device_memory"])
     assert {site.name for site in sites} == {
         "deallocate_module",

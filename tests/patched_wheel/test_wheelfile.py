@@ -1,43 +1,51 @@
-"""The wheel reader and writer, and every refusal of a damaged base, on small wheels."""
+"""The wheel reader and writer, and refusals of a damaged base, on small wheels."""
 
 from __future__ import annotations
 
 import re
 import zipfile
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional
 
 import pytest
-from build_helpers import OVERLAY
-
 from patched_wheel import PatchError
-from patched_wheel.build import build_patched_wheel, patched_version, rewrite_metadata_version
-from patched_wheel.wheelfile import WheelReader, zip_date_time
+from patched_wheel.base import read_base
+from patched_wheel.build import build_patched_wheel
+from patched_wheel.overlay import read_overlay
+from patched_wheel.plan import patched_version, rewrite_metadata_version
+from patched_wheel.wheelfile import read_wheel, zip_date_time
+from wheel_helpers import lock_for
 
 WheelFactory = Callable[..., Path]
 
 
-def refused(base: Path, dest_dir: Path, message: str) -> None:
-    """The build of ``base`` fails with exactly ``message`` and leaves ``dest_dir`` empty."""
+def build(base: Path, out_dir: Path, overlay: Optional[Path] = None) -> Path:
+    wheel = read_base(base, lock=lock_for(base))
+    parsed = read_overlay(overlay) if overlay else None
+    return build_patched_wheel(wheel, out_dir=out_dir, overlay=parsed)
+
+
+def refused(base: Path, out_dir: Path, message: str) -> None:
+    """The build of ``base`` fails with exactly ``message`` and leaves ``out_dir`` empty."""
     with pytest.raises(PatchError) as error:
-        build_patched_wheel(base, OVERLAY, dest_dir=dest_dir, lock=None)
+        build(base, out_dir)
     assert error.match("^" + re.escape(message) + "$")
-    assert list(dest_dir.iterdir()) == []
+    assert list(out_dir.iterdir()) == []
 
 
-def test_truncated_zip_is_refused(synthetic_wheel: WheelFactory, dest_dir: Path) -> None:
+def test_truncated_zip_is_refused(synthetic_wheel: WheelFactory, out_dir: Path) -> None:
     base = synthetic_wheel()
     base.write_bytes(base.read_bytes()[:-200])
     refused(
         base,
-        dest_dir,
+        out_dir,
         f"{base.name}: not a valid zip file (File is not a zip file); the download may be "
         "truncated, delete it and download it again",
     )
 
 
 def test_file_edited_without_record_is_refused(
-    synthetic_wheel: WheelFactory, dest_dir: Path
+    synthetic_wheel: WheelFactory, out_dir: Path
 ) -> None:
     base = synthetic_wheel(
         {"torch_tensorrt/_compiled.py": b"x = 2\n"},
@@ -45,37 +53,36 @@ def test_file_edited_without_record_is_refused(
     )
     refused(
         base,
-        dest_dir,
-        f"{base.name}: torch_tensorrt/_compiled.py does not match its RECORD hash or size; "
-        "the file was edited or damaged after the wheel was built, use the official wheel",
+        out_dir,
+        f"{base.name}: torch_tensorrt/_compiled.py does not match its RECORD hash; the wheel "
+        "was changed or damaged after it was built, use the official wheel",
     )
 
 
-def test_file_missing_from_record_is_refused(tmp_path: Path, dest_dir: Path) -> None:
-    base = tmp_path / "torch_tensorrt-2.14.0-cp311-cp311-manylinux_2_28_x86_64.whl"
-    with zipfile.ZipFile(base, "w") as archive:
+def test_file_missing_from_record_is_refused(synthetic_wheel: WheelFactory, out_dir: Path) -> None:
+    base = synthetic_wheel()
+    with zipfile.ZipFile(base, "a") as archive:
         archive.writestr("torch_tensorrt/extra.py", b"")
-        archive.writestr("torch_tensorrt-2.14.0.dist-info/RECORD", b"")
     refused(
         base,
-        dest_dir,
+        out_dir,
         f"{base.name}: torch_tensorrt/extra.py is not listed in RECORD; the wheel was changed "
-        "after it was built, use the official wheel",
+        "or damaged after it was built, use the official wheel",
     )
 
 
-def test_file_listed_but_absent_is_refused(synthetic_wheel: WheelFactory, dest_dir: Path) -> None:
+def test_file_listed_but_absent_is_refused(synthetic_wheel: WheelFactory, out_dir: Path) -> None:
     base = synthetic_wheel(record={"torch_tensorrt/gone.py": b""})
     refused(
         base,
-        dest_dir,
+        out_dir,
         f"{base.name}: RECORD lists torch_tensorrt/gone.py, which the wheel lacks; the wheel "
-        "is incomplete, download it again",
+        "was changed or damaged after it was built, use the official wheel",
     )
 
 
 def test_wheel_without_the_target_module_is_refused(
-    tmp_path: Path, synthetic_wheel: WheelFactory, dest_dir: Path
+    tmp_path: Path, synthetic_wheel: WheelFactory, out_dir: Path
 ) -> None:
     base = synthetic_wheel()
     stripped = tmp_path / base.name
@@ -93,14 +100,15 @@ def test_wheel_without_the_target_module_is_refused(
                 ).encode()
             archive.writestr(info, data)
     with pytest.raises(PatchError, match=re.escape("has no torch_tensorrt/dynamo/utils.py")):
-        build_patched_wheel(stripped, OVERLAY, dest_dir=dest_dir)
-    assert list(dest_dir.iterdir()) == []
+        build(stripped, out_dir)
+    assert list(out_dir.iterdir()) == []
 
 
 def test_reader_accepts_a_good_wheel(synthetic_wheel: WheelFactory) -> None:
-    with WheelReader(synthetic_wheel()) as reader:
-        assert str(reader.version) == "2.14.0"
-        assert reader.dist_info == "torch_tensorrt-2.14.0.dist-info"
+    base = synthetic_wheel()
+    wheel = read_wheel(base.read_bytes(), base.name)
+    assert str(wheel.version) == "2.14.0"
+    assert wheel.dist_info == "torch_tensorrt-2.14.0.dist-info"
 
 
 @pytest.mark.parametrize(
@@ -135,55 +143,67 @@ def test_invalid_label_is_refused() -> None:
 )
 def test_source_date_epoch_sets_the_time_of_written_members(
     synthetic_wheel: WheelFactory,
-    dest_dir: Path,
+    out_dir: Path,
     monkeypatch: pytest.MonkeyPatch,
     epoch: str,
     expected: tuple[int, ...],
 ) -> None:
     monkeypatch.setenv("SOURCE_DATE_EPOCH", epoch)
-    patched = build_patched_wheel(synthetic_wheel(), OVERLAY, dest_dir=dest_dir)
+    patched = build(synthetic_wheel(), out_dir)
     with zipfile.ZipFile(patched) as archive:
         times = {info.filename: info.date_time for info in archive.infolist()}
     dist_info = "torch_tensorrt-2.14.0+memfix1.dist-info"
-    for written in ("torch_tensorrt/dynamo/utils.py", f"{dist_info}/METADATA", f"{dist_info}/RECORD"):
+    for written in (
+        "torch_tensorrt/dynamo/utils.py",
+        f"{dist_info}/METADATA",
+        f"{dist_info}/RECORD",
+    ):
         assert times.pop(written) == expected
     assert set(times.values()) == {(2020, 2, 2, 12, 0, 0)}  # untouched members keep theirs
 
 
 def test_without_source_date_epoch_written_members_keep_the_base_time(
-    synthetic_wheel: WheelFactory, dest_dir: Path
+    synthetic_wheel: WheelFactory, out_dir: Path
 ) -> None:
-    patched = build_patched_wheel(synthetic_wheel(), OVERLAY, dest_dir=dest_dir)
+    patched = build(synthetic_wheel(), out_dir)
     with zipfile.ZipFile(patched) as archive:
         assert {info.date_time for info in archive.infolist()} == {(2020, 2, 2, 12, 0, 0)}
 
 
-def test_bad_source_date_epoch_is_refused() -> None:
-    with pytest.raises(PatchError, match=re.escape("SOURCE_DATE_EPOCH='soon' is not a whole")):
-        zip_date_time("soon")
+@pytest.mark.parametrize(
+    "epoch",
+    [
+        pytest.param("soon", id="not-a-number"),
+        pytest.param("99999999999999999999", id="beyond-the-clock"),
+        pytest.param("4354819200", id="after-2107"),
+    ],
+)
+def test_bad_source_date_epoch_is_refused(epoch: str) -> None:
+    with pytest.raises(PatchError, match=re.escape(f"SOURCE_DATE_EPOCH={epoch!r} is")):
+        zip_date_time(epoch)
 
 
 def test_record_signatures_are_dropped_and_record_is_regenerated(
-    synthetic_wheel: WheelFactory, dest_dir: Path
+    synthetic_wheel: WheelFactory, out_dir: Path
 ) -> None:
     signature = "torch_tensorrt-2.14.0.dist-info/RECORD.jws"
-    patched = build_patched_wheel(synthetic_wheel({signature: b"{}"}), OVERLAY, dest_dir=dest_dir)
+    patched = build(synthetic_wheel({signature: b"{}"}), out_dir)
     with zipfile.ZipFile(patched) as archive:
         names = archive.namelist()
     assert not any(name.endswith(("RECORD.jws", "RECORD.p7s")) for name in names)
     assert names[-1] == "torch_tensorrt-2.14.0+memfix1.dist-info/RECORD"
     assert names == sorted(names[:-1], key=lambda n: ("dist-info/" in n, n)) + names[-1:]
-    WheelReader(patched, filename=patched.name).close()  # RECORD holds for every member
+    read_wheel(patched.read_bytes(), patched.name)  # RECORD holds for every member
 
 
 def test_incompatible_call_site_is_refused(
-    synthetic_wheel: WheelFactory, dest_dir: Path, tmp_path: Path
+    synthetic_wheel: WheelFactory, out_dir: Path, tmp_path: Path
 ) -> None:
     overlay = tmp_path / "overlay.py"
     overlay.write_text("def deallocate_module(module):\n    pass\n", encoding="utf-8")
     base = synthetic_wheel()
     with pytest.raises(PatchError) as error:
-        build_patched_wheel(base, overlay, dest_dir=dest_dir, lock=None)
+        build(base, out_dir, overlay)
     assert error.match(
         "^"
         + re.escape(
@@ -196,7 +216,7 @@ def test_incompatible_call_site_is_refused(
         )
         + "$"
     )
-    assert list(dest_dir.iterdir()) == []
+    assert list(out_dir.iterdir()) == []
 
 
 @pytest.mark.parametrize(

@@ -1,27 +1,27 @@
-"""Fixtures of the patched-wheel build's tests (helpers in ``build_helpers``)."""
+"""Fixtures of the patched-wheel build's tests (helpers in ``wheel_helpers``).
+
+The official wheels the tests need are fetched once, up front, by the session fixture
+``base_wheels``; every test that uses them then runs offline. Tests that reach the package
+index themselves are marked ``network``.
+"""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Callable, Dict, Iterator, Mapping, Optional
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from build_helpers import UNSUPPORTED_RELEASE, fetch, make_wheel  # noqa: E402
-
-from patched_wheel.base import SUPPORTED_RELEASES  # noqa: E402
-from patched_wheel.overlay import load_overlay  # noqa: E402
+from patched_wheel.overlay import load_overlay
+from patched_wheel.policy import SUPPORTED_RELEASES
+from wheel_helpers import UNSUPPORTED_RELEASE, fetch, make_wheel
 
 BUILD_VARIABLES = (
     "TORCHTRT_BASE_WHEEL",
     "TORCHTRT_BASE_VERSION",
     "TORCHTRT_BASE_PLATFORM",
     "TORCHTRT_BASE_PYTHON",
+    "TORCHTRT_BASE_UNLOCKED",
     "SOURCE_DATE_EPOCH",
 )
 
@@ -63,7 +63,7 @@ def synthetic_wheel(tmp_path: Path) -> Callable[..., Path]:
 
 
 @pytest.fixture
-def dest_dir(tmp_path: Path) -> Iterator[Path]:
+def out_dir(tmp_path: Path) -> Iterator[Path]:
     """An empty output folder; the test may check it stays empty on refusal."""
     folder = tmp_path / "dist"
     folder.mkdir()
