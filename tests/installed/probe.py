@@ -244,6 +244,7 @@ def gpu_offload_report(torch: Any, deallocate_module: Callable[..., None], size:
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
     baseline = torch.cuda.memory_allocated()
+    reserved_baseline = torch.cuda.memory_reserved()
     model = tied_model(torch, "cuda", layers=layers, width=width)
     reference = {name: t.detach().cpu().clone() for name, t in model.state_dict().items()}
     torch.cuda.synchronize()
@@ -259,7 +260,7 @@ def gpu_offload_report(torch: Any, deallocate_module: Callable[..., None], size:
         "gb_per_s": model_bytes / seconds / 1e9,
         "peak_allocated_over_model": torch.cuda.max_memory_allocated() - baseline - model_bytes,
         "allocated_after": torch.cuda.memory_allocated() - baseline,
-        "reserved_after": torch.cuda.memory_reserved(),
+        "reserved_over_baseline_after": torch.cuda.memory_reserved() - reserved_baseline,
         "devices": sorted({str(t.device) for t in state.values()}),
         "values_equal": all(torch.equal(state[n], reference[n]) for n in reference),
         "tied": model.head.weight is model.embed.weight,

@@ -1,0 +1,114 @@
+"""Helpers of the installed-package tests: build, install and probe a patched wheel.
+
+A patched wheel is built with the repository's build from the official wheel of the running
+Python and platform (downloaded by pip into ``.cache/base-wheels``, or found there, so the
+tests run offline where that folder was filled beforehand), installed with
+``pip install --no-deps --target``, and imported by ``probe.py`` in a subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from patched_wheel.base import DEFAULT_CACHE_DIR, BaseRequest, download_base
+from patched_wheel.build import build_patched_wheel
+from patched_wheel.lock import load_lock
+from patched_wheel.overlay import DEFAULT_OVERLAY
+
+HERE = Path(__file__).resolve().parent
+PROBE = HERE / "probe.py"
+STAND_IN = HERE / "stand_in"
+
+# The oldest supported release, one in the middle, the newest.
+INSTALLED_RELEASES = ("2.10.0", "2.12.0", "2.14.0")
+
+# Environment variable naming other releases (comma-separated), e.g. the one whose torch
+# requirement matches the torch of a GPU machine.
+RELEASES_VARIABLE = "TORCHTRT_INSTALLED_RELEASES"
+
+# Environment variable giving the size in bytes of the CUDA model the GPU test offloads.
+GPU_BYTES_VARIABLE = "TORCHTRT_INSTALLED_GPU_BYTES"
+DEFAULT_GPU_BYTES = 2 * 1024**3
+
+# Variables of the caller's shell that would change what the probe sees.
+CLEARED_VARIABLES = ("TORCHTRT_ENABLE_BUILDER_MALLOC_TRIM", "TORCHTRT_OFFLOAD_PINNED_BOUNCE")
+
+
+def releases_to_test() -> Tuple[str, ...]:
+    """The releases the installed-package tests install: the default three, or the variable's."""
+    chosen = os.environ.get(RELEASES_VARIABLE, "")
+    return tuple(r.strip() for r in chosen.split(",") if r.strip()) or INSTALLED_RELEASES
+
+
+def patched_wheel_for(release: str, dest_dir: Path) -> Optional[Path]:
+    """The patched wheel of ``release`` for this Python and platform; ``None`` if PyPI has none."""
+    base = download_base(BaseRequest(release), DEFAULT_CACHE_DIR, missing_ok=True)
+    if base is None:
+        return None
+    return build_patched_wheel(base, DEFAULT_OVERLAY, dest_dir=dest_dir, lock=load_lock())
+
+
+def hide_native_runtime(target: Path) -> List[str]:
+    """Remove upstream's C++ libraries from an installed copy; the names removed.
+
+    They need TensorRT's libraries, which no machine of these tests has. Without them upstream
+    takes its python-only runtime, as it does for a user who installs no C++ runtime.
+    """
+    lib = target / "torch_tensorrt" / "lib"
+    removed = sorted(
+        path for pattern in ("libtorchtrt*.so", "torchtrt*.dll") for path in lib.glob(pattern)
+    )
+    for path in removed:
+        path.unlink()
+    return [path.name for path in removed]
+
+
+def install(patched_wheel: Path, target: Path) -> List[str]:
+    """``pip install --no-deps --target`` the wheel, offline; the native libraries hidden."""
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--no-deps",
+        "--no-index",
+        "--disable-pip-version-check",
+        "--quiet",
+        "--target",
+        str(target),
+        str(patched_wheel),
+    ]
+    completed = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    return hide_native_runtime(target)
+
+
+def probe(target: Path, out: Path, *, gpu_bytes: int = 0) -> Dict[str, Any]:
+    """Run ``probe.py`` on an installed package in a subprocess; its JSON report."""
+    environment = {k: v for k, v in os.environ.items() if k not in CLEARED_VARIABLES}
+    command = [
+        sys.executable,
+        str(PROBE),
+        "--target",
+        str(target),
+        "--stand-in",
+        str(STAND_IN),
+        "--overlay",
+        str(DEFAULT_OVERLAY),
+        "--out",
+        str(out),
+        "--gpu-bytes",
+        str(gpu_bytes),
+    ]
+    completed = subprocess.run(
+        command, capture_output=True, text=True, env=environment, check=False
+    )
+    assert completed.returncode == 0 and out.is_file(), completed.stdout + completed.stderr
+    report: Dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    assert "error" not in report, report["error"]
+    return report
