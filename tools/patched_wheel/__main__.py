@@ -1,9 +1,10 @@
-"""Command line of the patched-wheel build: ``python tools/patched_wheel {build,matrix,lock}``.
+"""Command line of the patched-wheel build: ``python tools/patched_wheel <command>``.
 
 * ``build``: one patched wheel, from ``--base-wheel`` or a release to download (by default
   the same environment variables as ``pip wheel .``);
 * ``matrix``: patched wheels for every supported release, platform and Python PyPI has;
-* ``lock``: refresh the lock of the official wheels' sha256.
+* ``lock``: refresh the lock of the official wheels' sha256;
+* ``index``: write the PEP 503 simple index of a folder of wheels (``matrix`` writes it too).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from patched_wheel.base import (  # noqa: E402
     download_base,
 )
 from patched_wheel.build import DEFAULT_OVERLAY, build_patched_wheel  # noqa: E402
+from patched_wheel.index import write_simple_index  # noqa: E402
 from patched_wheel.lock import LOCK_FILE, load_lock, refresh_lock  # noqa: E402
 from patched_wheel.matrix import (  # noqa: E402
     DOCS_MATRIX,
@@ -88,10 +90,18 @@ def _matrix(args: argparse.Namespace) -> int:
     print()
     print(summary(entries))
     print(f"wheels and supported_matrix.json in {out_dir}")
+    if any(entry.patched_wheel for entry in entries):
+        print(f"simple index in {write_simple_index(out_dir)}")
     if args.update_docs:
         update_docs(entries, docs_matrix=DOCS_MATRIX, readme=README)
         print(f"updated {DOCS_MATRIX.relative_to(README.parent)} and the table in README.md")
     return 1 if any(entry.error for entry in entries) else 0
+
+
+def _index(args: argparse.Namespace) -> int:
+    index_dir = write_simple_index(Path(args.dir))
+    print(f"{index_dir}: pip install --index-url {index_dir.resolve().as_uri()} torch_tensorrt")
+    return 0
 
 
 def _lock(args: argparse.Namespace) -> int:
@@ -127,6 +137,10 @@ def _parser() -> argparse.ArgumentParser:
         help="also rewrite docsrc/_data/supported_matrix.json and the README's table",
     )
     matrix.set_defaults(run=_matrix)
+
+    index = commands.add_parser("index", help="write the simple index of a folder of wheels")
+    index.add_argument("dir", help="folder of patched wheels (writes DIR/simple)")
+    index.set_defaults(run=_index)
 
     lock = commands.add_parser("lock", help="refresh the lock of the official wheels' sha256")
     lock.set_defaults(run=_lock)
