@@ -11,7 +11,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from installed_helpers import install, patched_wheel_for, probe  # noqa: E402
+from installed_helpers import build_index_wheels, install, patched_wheel_for, probe  # noqa: E402
+
+from patched_wheel.base import BaseRequest  # noqa: E402
 
 Installed = Tuple[Path, List[str]]
 
@@ -52,3 +54,9 @@ def probe_report(
         return reports[release]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def index_wheels(tmp_path_factory: pytest.TempPathFactory) -> Dict[BaseRequest, Path]:
+    """Patched wheels of ``INDEX_BASES`` (three platforms, two Pythons), in one folder."""
+    return build_index_wheels(tmp_path_factory.mktemp("index-wheels"))

@@ -8,12 +8,15 @@ tests run offline where that folder was filled beforehand), installed with
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from patched_wheel.base import DEFAULT_CACHE_DIR, BaseRequest, download_base
 from patched_wheel.build import build_patched_wheel
@@ -112,3 +115,52 @@ def probe(target: Path, out: Path, *, gpu_bytes: int = 0) -> Dict[str, Any]:
     report: Dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     assert "error" not in report, report["error"]
     return report
+
+
+# Official bases of the index and verify tests: the newest release on every platform of the
+# matrix for two Pythons, and an older release beside it.
+INDEX_BASES = tuple(
+    BaseRequest("2.14.0", platform, python)
+    for platform in ("manylinux_2_28_x86_64", "manylinux_2_28_aarch64", "win_amd64")
+    for python in ("3.11", "3.12")
+) + (BaseRequest("2.12.0", "manylinux_2_28_x86_64", "3.11"),)
+
+
+def build_index_wheels(dest_dir: Path) -> Dict[BaseRequest, Path]:
+    """The patched wheel of each of :data:`INDEX_BASES`, built into ``dest_dir``."""
+    built = {}
+    for request in INDEX_BASES:
+        base = download_base(request, DEFAULT_CACHE_DIR)
+        assert base is not None
+        built[request] = build_patched_wheel(
+            base, DEFAULT_OVERLAY, dest_dir=dest_dir, lock=load_lock()
+        )
+    return built
+
+
+def record_hash(data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+    return "sha256=" + digest.decode()
+
+
+def rewrite_wheel(
+    source: Path,
+    dest: Path,
+    change: Callable[[Dict[str, bytes]], None],
+    *,
+    update_record: bool = True,
+) -> Path:
+    """A copy of a wheel with its members changed by ``change`` (and RECORD made to match)."""
+    with zipfile.ZipFile(source) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    record = next(name for name in members if name.endswith(".dist-info/RECORD"))
+    change(members)
+    if update_record:
+        files = {n: d for n, d in members.items() if n != record and not n.endswith("/")}
+        rows = [f"{n},{record_hash(d)},{len(d)}" for n, d in files.items()]
+        members[record] = ("\n".join(rows + [f"{record},,"]) + "\n").encode()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return dest

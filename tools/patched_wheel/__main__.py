@@ -4,6 +4,7 @@
   the same environment variables as ``pip wheel .``);
 * ``matrix``: patched wheels for every supported release, platform and Python PyPI has;
 * ``lock``: refresh the lock of the official wheels' sha256;
+* ``verify``: show that a patched wheel is the official wheel plus the overlay, and no more;
 * ``index``: write the PEP 503 simple index of a folder of wheels (``matrix`` writes it too).
 """
 
@@ -31,6 +32,7 @@ from patched_wheel.base import (  # noqa: E402
 )
 from patched_wheel.build import DEFAULT_OVERLAY, build_patched_wheel  # noqa: E402
 from patched_wheel.index import write_simple_index  # noqa: E402
+from patched_wheel.verify import format_report, verify_patched_wheel  # noqa: E402
 from patched_wheel.lock import LOCK_FILE, load_lock, refresh_lock  # noqa: E402
 from patched_wheel.matrix import (  # noqa: E402
     DOCS_MATRIX,
@@ -104,6 +106,26 @@ def _index(args: argparse.Namespace) -> int:
     return 0
 
 
+def _verify(args: argparse.Namespace) -> int:
+    verification = verify_patched_wheel(
+        Path(args.patched_wheel),
+        base_wheel=Path(args.base_wheel) if args.base_wheel else None,
+        lock=load_lock(Path(args.lock)),
+        overlay=Path(args.overlay),
+        cache_dir=Path(args.cache),
+    )
+    print(format_report(verification))
+    if verification.verified:
+        return 0
+    print(
+        f"error: {verification.patched_wheel} differs from the official wheel plus this "
+        f"repository's overlay in {len(verification.differences)} files (listed above); "
+        "do not install it",
+        file=sys.stderr,
+    )
+    return 1
+
+
 def _lock(args: argparse.Namespace) -> int:
     requests = requests_for(args.release, args.platform_list, args.python_list)
     wheels = refresh_lock(
@@ -142,13 +164,20 @@ def _parser() -> argparse.ArgumentParser:
     index.add_argument("dir", help="folder of patched wheels (writes DIR/simple)")
     index.set_defaults(run=_index)
 
+    verify = commands.add_parser(
+        "verify", help="show that a patched wheel is the official one plus the overlay"
+    )
+    verify.add_argument("patched_wheel", metavar="PATCHED_WHEEL", help="the wheel to check")
+    verify.add_argument("--base-wheel", help="the official wheel (default: download it)")
+    verify.set_defaults(run=_verify)
+
     lock = commands.add_parser("lock", help="refresh the lock of the official wheels' sha256")
     lock.set_defaults(run=_lock)
 
-    for command in (build, matrix, lock):
+    for command in (build, matrix, lock, verify):
         command.add_argument("--cache", default=str(DEFAULT_CACHE_DIR), help="base wheel cache")
         command.add_argument("--lock", default=str(LOCK_FILE), help="the lock file")
-    for command in (build, matrix):
+    for command in (build, matrix, verify):
         command.add_argument("--overlay", default=str(DEFAULT_OVERLAY), help="the overlay")
     for command in (matrix, lock):
         command.add_argument(
