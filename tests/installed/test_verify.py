@@ -138,21 +138,26 @@ def test_each_tampering_is_reported_file_by_file(
     tmp_path: Path,
     change: Callable[[Dict[str, bytes]], None],
     expected: List[tuple[str, str]],
-    capsys: pytest.CaptureFixture[str],
 ) -> None:
     tampered = rewrite_wheel(patched, tmp_path / PATCHED, change)
     result = verify(tampered)
     assert [(d.kind, d.path) for d in result.differences] == expected
     assert not result.verified
+
+
+def test_the_command_lists_the_differences_and_exits_1(
+    patched: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    change = _append_line("torch_tensorrt/_compile.py", b"import os\n")
+    tampered = rewrite_wheel(patched, tmp_path / PATCHED, change)
     assert main(["verify", str(tampered)]) == 1
     captured = capsys.readouterr()
-    assert f"{expected[0][0]}: {expected[0][1]}" in captured.out
+    assert "\nchanged: torch_tensorrt/_compile.py (sha256 " in captured.out
+    assert f"--- official/{TARGET}" in captured.out
     assert "verified" not in captured.out
-    assert re.search(
-        r"^error: .* differs from the official wheel plus this repository's overlay in 1 files "
-        r"\(listed above\); do not install it$",
-        captured.err,
-        re.M,
+    assert captured.err == (
+        f"error: {PATCHED} differs from the official wheel plus this repository's overlay in 1 "
+        "file (listed above); do not install it\n"
     )
 
 

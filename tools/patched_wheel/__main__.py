@@ -117,9 +117,10 @@ def _verify(args: argparse.Namespace) -> int:
     print(format_report(verification))
     if verification.verified:
         return 0
+    count = len(verification.differences)
     print(
         f"error: {verification.patched_wheel} differs from the official wheel plus this "
-        f"repository's overlay in {len(verification.differences)} files (listed above); "
+        f"repository's overlay in {count} {'file' if count == 1 else 'files'} (listed above); "
         "do not install it",
         file=sys.stderr,
     )
