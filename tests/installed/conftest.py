@@ -12,7 +12,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from installed_helpers import build_index_wheels, install, patched_wheel_for, probe  # noqa: E402
-
 from patched_wheel.base import BaseRequest  # noqa: E402
 
 Installed = Tuple[Path, List[str]]

@@ -123,7 +123,9 @@ INDEX_BASES = tuple(
     BaseRequest("2.14.0", platform, python)
     for platform in ("manylinux_2_28_x86_64", "manylinux_2_28_aarch64", "win_amd64")
     for python in ("3.11", "3.12")
-) + (BaseRequest("2.12.0", "manylinux_2_28_x86_64", "3.11"),)
+) + (
+    BaseRequest("2.12.0", "manylinux_2_28_x86_64", "3.11"),
+)
 
 
 def build_index_wheels(dest_dir: Path) -> Dict[BaseRequest, Path]:

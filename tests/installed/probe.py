@@ -205,7 +205,9 @@ def tied_model(torch: Any, device: str, layers: int, width: int) -> Any:
     return model
 
 
-def offload_report(torch: Any, deallocate_module: Callable[..., None], device: str) -> Dict[str, Any]:
+def offload_report(
+    torch: Any, deallocate_module: Callable[..., None], device: str
+) -> Dict[str, Any]:
     """Offload a tied model on ``device`` with ``deallocate_module``; what came out."""
     model = tied_model(torch, device, layers=4, width=256)
     reference = {name: t.detach().cpu().clone() for name, t in model.state_dict().items()}
@@ -236,7 +238,9 @@ def upstream_report(torch: Any, utils: Any) -> Dict[str, Any]:
     }
 
 
-def gpu_offload_report(torch: Any, deallocate_module: Callable[..., None], size: int) -> Dict[str, Any]:
+def gpu_offload_report(
+    torch: Any, deallocate_module: Callable[..., None], size: int
+) -> Dict[str, Any]:
     """Offload a real CUDA model of about ``size`` bytes; values, ties and CUDA memory after."""
     width = 4096
     layers = max(1, size // (width * width * 2))
@@ -290,7 +294,9 @@ def probe(args: argparse.Namespace) -> Dict[str, Any]:
     report["offload_cpu"] = offload_report(torch, compiler.deallocate_module, "cpu")
     report["upstream"] = upstream_report(torch, utils)
     if args.gpu_bytes:
-        report["offload_gpu"] = gpu_offload_report(torch, compiler.deallocate_module, args.gpu_bytes)
+        report["offload_gpu"] = gpu_offload_report(
+            torch, compiler.deallocate_module, args.gpu_bytes
+        )
     return report
 
 

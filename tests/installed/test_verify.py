@@ -10,7 +10,6 @@ from typing import Callable, Dict, List
 
 import pytest
 from installed_helpers import INDEX_BASES, rewrite_wheel
-
 from patched_wheel import PatchError
 from patched_wheel.__main__ import main
 from patched_wheel.base import DEFAULT_CACHE_DIR, BaseRequest
@@ -78,7 +77,9 @@ def test_the_command_prints_the_diff_and_exits_0(
     assert main(["verify", str(patched), "--base-wheel", str(official)]) == 0
     out = capsys.readouterr().out
     assert f"--- official/{TARGET}" in out
-    assert out.rstrip().endswith("verified: the official wheel plus this repository's overlay, nothing else")
+    assert out.rstrip().endswith(
+        "verified: the official wheel plus this repository's overlay, nothing else"
+    )
 
 
 def _append_line(path: str, line: bytes) -> Callable[[Dict[str, bytes]], None]:
@@ -116,9 +117,7 @@ TAMPERING = [
         [("missing", "torch_tensorrt/_compile.py")],
         id="missing-file",
     ),
-    pytest.param(
-        _append_line(TARGET, b"import os\n"), [("changed", TARGET)], id="different-utils"
-    ),
+    pytest.param(_append_line(TARGET, b"import os\n"), [("changed", TARGET)], id="different-utils"),
     pytest.param(
         _append_line(f"{DIST_INFO}/METADATA", b"Requires-Dist: something-else\n"),
         [("changed", f"{DIST_INFO}/METADATA")],
@@ -252,4 +251,7 @@ def test_a_wheel_without_the_label_is_refused(name: str) -> None:
 
 def test_a_missing_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["verify", str(tmp_path / PATCHED)]) == 1
-    assert capsys.readouterr().err == f"error: {str(tmp_path / PATCHED)!r} is not a file; give the patched wheel's path\n"
+    assert (
+        capsys.readouterr().err
+        == f"error: {str(tmp_path / PATCHED)!r} is not a file; give the patched wheel's path\n"
+    )

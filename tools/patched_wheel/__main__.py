@@ -32,7 +32,6 @@ from patched_wheel.base import (  # noqa: E402
 )
 from patched_wheel.build import DEFAULT_OVERLAY, build_patched_wheel  # noqa: E402
 from patched_wheel.index import write_simple_index  # noqa: E402
-from patched_wheel.verify import format_report, verify_patched_wheel  # noqa: E402
 from patched_wheel.lock import LOCK_FILE, load_lock, refresh_lock  # noqa: E402
 from patched_wheel.matrix import (  # noqa: E402
     DOCS_MATRIX,
@@ -43,6 +42,7 @@ from patched_wheel.matrix import (  # noqa: E402
     summary,
     update_docs,
 )
+from patched_wheel.verify import format_report, verify_patched_wheel  # noqa: E402
 
 
 def _progress(line: str) -> None:

@@ -31,7 +31,13 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from patched_wheel import PatchError
 from patched_wheel.wheelfile import remove_quietly, sha256_of_file
 
-__all__ = ["INDEX_DIR_NAME", "IndexedWheel", "index_pages", "read_indexed_wheel", "write_simple_index"]
+__all__ = [
+    "INDEX_DIR_NAME",
+    "IndexedWheel",
+    "index_pages",
+    "read_indexed_wheel",
+    "write_simple_index",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +150,9 @@ def read_indexed_wheel(path: Path) -> IndexedWheel:
 
 def _write_atomically(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    descriptor, temporary = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+    )
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8", newline="\n") as stream:
             stream.write(text)

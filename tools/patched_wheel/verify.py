@@ -233,9 +233,7 @@ def compare_members(
 def _utils_diff(official: Mapping[str, bytes], patched: Mapping[str, bytes]) -> str:
     before = official[TARGET].decode("utf-8").splitlines(keepends=True)
     after = patched.get(TARGET, b"").decode("utf-8", "replace").splitlines(keepends=True)
-    return "".join(
-        difflib.unified_diff(before, after, f"official/{TARGET}", f"patched/{TARGET}")
-    )
+    return "".join(difflib.unified_diff(before, after, f"official/{TARGET}", f"patched/{TARGET}"))
 
 
 def _record_problem(patched_wheel: Path) -> Optional[Difference]:
