@@ -260,4 +260,4 @@ def test_cli_runs_as_a_script_folder() -> None:
         text=True,
         check=True,
     )
-    assert "{build,matrix,lock}" in completed.stdout
+    assert "{build,matrix,index,verify,lock}" in completed.stdout
