@@ -1,61 +1,99 @@
-"""Fixtures of the installed-package, index and verify tests (helpers in ``installed_helpers``)."""
+"""Fixtures of the installed-package, index and verify tests (helpers in ``installed_helpers``).
+
+Patched wheels are built once per session and shared; the releases under test are built,
+installed and probed in parallel (each probe is a subprocess of its own), which halves the
+time on CI's two cores.
+"""
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from installed_helpers import build_index_wheels, install, patched_wheel_for, probe  # noqa: E402
+from installed_helpers import (  # noqa: E402
+    INDEX_BASES,
+    PatchedWheels,
+    in_parallel,
+    install,
+    probe,
+    releases_to_test,
+)
 from patched_wheel.base import BaseRequest  # noqa: E402
 
-Installed = Tuple[Path, List[str]]
+
+@dataclass(frozen=True)
+class InstalledRelease:
+    """A release's patched wheel installed into ``target``, and the probe's report on it."""
+
+    target: Path
+    hidden: List[str]
+    report: Dict[str, Any]
 
 
 @pytest.fixture(scope="session")
-def installed_package(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Installed]:
-    """``installed_package(release)``: (target folder, native libraries hidden), made once.
+def patched_wheels(tmp_path_factory: pytest.TempPathFactory) -> PatchedWheels:
+    return PatchedWheels(tmp_path_factory.mktemp("patched"))
 
-    Skips where PyPI has no official wheel of the release for this Python and platform.
-    """
-    made: Dict[str, Installed] = {}
 
-    def get(release: str) -> Installed:
-        if release not in made:
-            wheels = tmp_path_factory.mktemp(f"patched-{release}")
-            patched = patched_wheel_for(release, wheels)
-            if patched is None:
-                pytest.skip(f"PyPI has no official {release} wheel for this Python and platform")
-            target = tmp_path_factory.mktemp(f"installed-{release}")
-            made[release] = (target, install(patched, target))
-        return made[release]
+@pytest.fixture(scope="session")
+def installed_releases(
+    patched_wheels: PatchedWheels, tmp_path_factory: pytest.TempPathFactory
+) -> Dict[str, Optional[InstalledRelease]]:
+    """Each release under test, for this Python and platform; ``None`` where PyPI has none."""
+
+    def install_and_probe(release: str) -> Optional[InstalledRelease]:
+        patched = patched_wheels.of(BaseRequest(release))
+        if patched is None:
+            return None
+        target = tmp_path_factory.mktemp(f"installed-{release}")
+        hidden = install(patched, target)
+        out = tmp_path_factory.mktemp(f"probe-{release}") / "report.json"
+        return InstalledRelease(target, hidden, probe(target, out))
+
+    releases = releases_to_test()
+    return dict(zip(releases, in_parallel(install_and_probe, releases)))
+
+
+@pytest.fixture(scope="session")
+def installed_release(
+    installed_releases: Dict[str, Optional[InstalledRelease]],
+) -> Callable[[str], InstalledRelease]:
+    """``installed_release(release)``; skips where PyPI has no wheel for this Python."""
+
+    def get(release: str) -> InstalledRelease:
+        found = installed_releases[release]
+        if found is None:
+            pytest.skip(f"PyPI has no official {release} wheel for this Python and platform")
+        return found
 
     return get
 
 
 @pytest.fixture(scope="session")
 def probe_report(
-    installed_package: Callable[[str], Installed], tmp_path_factory: pytest.TempPathFactory
+    installed_release: Callable[[str], InstalledRelease],
 ) -> Callable[[str], Dict[str, Any]]:
-    """``probe_report(release)``: the probe's report on the installed release, made once."""
-    reports: Dict[str, Dict[str, Any]] = {}
-
-    def get(release: str) -> Dict[str, Any]:
-        if release not in reports:
-            target, _ = installed_package(release)
-            out = tmp_path_factory.mktemp(f"probe-{release}") / "report.json"
-            reports[release] = probe(target, out)
-        return reports[release]
-
-    return get
+    """``probe_report(release)``: the probe's report on the installed release."""
+    return lambda release: installed_release(release).report
 
 
 @pytest.fixture(scope="session")
-def index_wheels(tmp_path_factory: pytest.TempPathFactory) -> Dict[BaseRequest, Path]:
-    """Patched wheels of ``INDEX_BASES`` (three platforms, two Pythons), in one folder."""
-    return build_index_wheels(tmp_path_factory.mktemp("index-wheels"))
+def index_wheels(
+    patched_wheels: PatchedWheels, tmp_path_factory: pytest.TempPathFactory
+) -> Dict[BaseRequest, Path]:
+    """Patched wheels of ``INDEX_BASES`` (three platforms), linked into one folder."""
+    folder = tmp_path_factory.mktemp("index-wheels")
+    built = in_parallel(patched_wheels.of, INDEX_BASES)
+    linked = {}
+    for request, patched in zip(INDEX_BASES, built):
+        assert patched is not None, request
+        linked[request] = folder / patched.name
+        linked[request].symlink_to(patched)
+    return linked

@@ -14,14 +14,19 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import zipfile
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from patched_wheel.base import DEFAULT_CACHE_DIR, BaseRequest, download_base
 from patched_wheel.build import build_patched_wheel
 from patched_wheel.lock import load_lock
 from patched_wheel.overlay import DEFAULT_OVERLAY
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 HERE = Path(__file__).resolve().parent
 PROBE = HERE / "probe.py"
@@ -48,12 +53,41 @@ def releases_to_test() -> Tuple[str, ...]:
     return tuple(r.strip() for r in chosen.split(",") if r.strip()) or INSTALLED_RELEASES
 
 
-def patched_wheel_for(release: str, dest_dir: Path) -> Optional[Path]:
-    """The patched wheel of ``release`` for this Python and platform; ``None`` if PyPI has none."""
-    base = download_base(BaseRequest(release), DEFAULT_CACHE_DIR, missing_ok=True)
-    if base is None:
-        return None
-    return build_patched_wheel(base, DEFAULT_OVERLAY, dest_dir=dest_dir, lock=load_lock())
+class PatchedWheels:
+    """Patched wheels built once per test session, by base wheel, from any thread."""
+
+    def __init__(self, dest_dir: Path) -> None:
+        self.dest_dir = dest_dir
+        self._lock = threading.Lock()
+        self._building: Dict[Path, "Future[Path]"] = {}
+
+    def of(self, request: BaseRequest) -> Optional[Path]:
+        """The patched wheel of ``request``'s official wheel; ``None`` if PyPI has none."""
+        base = download_base(request, DEFAULT_CACHE_DIR, missing_ok=True)
+        if base is None:
+            return None
+        with self._lock:
+            future = self._building.get(base)
+            owner = future is None
+            if future is None:
+                future = self._building[base] = Future()
+        if owner:
+            try:
+                folder = self.dest_dir / base.stem
+                folder.mkdir()
+                lock = load_lock()
+                future.set_result(
+                    build_patched_wheel(base, DEFAULT_OVERLAY, dest_dir=folder, lock=lock)
+                )
+            except BaseException as error:
+                future.set_exception(error)
+        return future.result()
+
+
+def in_parallel(function: Callable[[T], R], items: Sequence[T]) -> List[R]:
+    """``function`` of each item, in threads (the work is in subprocesses and zlib)."""
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool:
+        return list(pool.map(function, items))
 
 
 def hide_native_runtime(target: Path) -> List[str]:
@@ -118,26 +152,14 @@ def probe(target: Path, out: Path, *, gpu_bytes: int = 0) -> Dict[str, Any]:
 
 
 # Official bases of the index and verify tests: the newest release on every platform of the
-# matrix for two Pythons, and an older release beside it.
-INDEX_BASES = tuple(
-    BaseRequest("2.14.0", platform, python)
-    for platform in ("manylinux_2_28_x86_64", "manylinux_2_28_aarch64", "win_amd64")
-    for python in ("3.11", "3.12")
-) + (
+# matrix (two Pythons on one), and an older release beside it.
+INDEX_BASES = (
+    BaseRequest("2.14.0", "manylinux_2_28_x86_64", "3.11"),
+    BaseRequest("2.14.0", "manylinux_2_28_x86_64", "3.12"),
+    BaseRequest("2.14.0", "manylinux_2_28_aarch64", "3.12"),
+    BaseRequest("2.14.0", "win_amd64", "3.12"),
     BaseRequest("2.12.0", "manylinux_2_28_x86_64", "3.11"),
 )
-
-
-def build_index_wheels(dest_dir: Path) -> Dict[BaseRequest, Path]:
-    """The patched wheel of each of :data:`INDEX_BASES`, built into ``dest_dir``."""
-    built = {}
-    for request in INDEX_BASES:
-        base = download_base(request, DEFAULT_CACHE_DIR)
-        assert base is not None
-        built[request] = build_patched_wheel(
-            base, DEFAULT_OVERLAY, dest_dir=dest_dir, lock=load_lock()
-        )
-    return built
 
 
 def record_hash(data: bytes) -> str:

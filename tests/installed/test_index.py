@@ -9,6 +9,7 @@ import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Dict, List, Tuple
+from urllib.parse import unquote
 
 import pytest
 from installed_helpers import INDEX_BASES
@@ -146,7 +147,7 @@ def test_the_index_of_a_folder_links_each_wheel_with_its_digest(
     assert sorted(text for _, _, text in found) == sorted(p.name for p in index_wheels.values())
     for href, requires_python, text in found:
         path, _, fragment = href.partition("#")
-        wheel = (index_dir / "torch-tensorrt" / path.replace("%2B", "+")).resolve()
+        wheel = Path(os.path.normpath(index_dir / "torch-tensorrt" / unquote(path)))
         assert wheel == folder / text
         assert fragment == f"sha256={sha256_of_file(wheel)}"
         assert requires_python == ">=3.10"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable, List, Tuple
+from typing import Any, Callable
 
 import pytest
 import torch
@@ -25,11 +25,9 @@ RESERVED_TOLERANCE = 2 * 1024 * 1024
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is required")
 @pytest.mark.parametrize("release", releases_to_test())
 def test_a_cuda_module_is_offloaded_through_the_installed_compiler(
-    release: str,
-    installed_package: Callable[[str], Tuple[Path, List[str]]],
-    tmp_path: Path,
+    release: str, installed_release: Callable[[str], Any], tmp_path: Path
 ) -> None:
-    target, _ = installed_package(release)
+    target = installed_release(release).target
     size = int(os.environ.get(GPU_BYTES_VARIABLE, DEFAULT_GPU_BYTES))
     report = probe(target, tmp_path / "report.json", gpu_bytes=size)
     gpu = report["offload_gpu"]

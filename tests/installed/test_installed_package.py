@@ -11,7 +11,7 @@ from __future__ import annotations
 import platform
 import sys
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict
 
 import pytest
 from installed_helpers import releases_to_test
@@ -35,15 +35,14 @@ FORK_CHECKS = {"in_utils": True, "same_source": True, "same_bytecode": True}
 
 @releases
 def test_installed_package_imports_from_its_folder(
-    release: str,
-    installed_package: Callable[[str], Tuple[Path, List[str]]],
-    probe_report: Report,
+    release: str, installed_release: Callable[[str], Any]
 ) -> None:
-    target, hidden = installed_package(release)
-    report = probe_report(release)
+    installed = installed_release(release)
+    report = installed.report
     assert report["torch_tensorrt_version"] == release
-    assert Path(report["utils_file"]) == (target / "torch_tensorrt/dynamo/utils.py").resolve()
-    assert "libtorchtrt.so" in hidden and "libtorchtrt_runtime.so" in hidden
+    utils = installed.target / "torch_tensorrt" / "dynamo" / "utils.py"
+    assert Path(report["utils_file"]) == utils.resolve()
+    assert {"libtorchtrt.so", "libtorchtrt_runtime.so"} <= set(installed.hidden)
 
 
 @releases
