@@ -229,18 +229,20 @@ def test_pip_finds_nothing_for_a_python_without_wheels(index_dir: Path, tmp_path
     assert "No matching distribution found for torch_tensorrt" in completed.stderr
 
 
-def test_pip_refuses_a_wheel_whose_digest_differs(
+def test_pip_and_uv_refuse_a_wheel_whose_digest_differs(
     index_wheels: Dict[BaseRequest, Path], tmp_path: Path
 ) -> None:
     wheel = index_wheels[INDEX_BASES[0]]
     (tmp_path / wheel.name).symlink_to(wheel)
     page = write_simple_index(tmp_path) / "torch-tensorrt" / "index.html"
     page.write_text(page.read_text().replace(sha256_of_file(wheel), "0" * 64))
-    completed = pip_download(
-        tmp_path / "simple", tmp_path / "dl", "torch_tensorrt", "manylinux_2_28_x86_64", "3.11"
-    )
-    assert completed.returncode != 0
-    assert "DO NOT MATCH THE HASHES" in completed.stderr
+    arguments = ("torch_tensorrt", "manylinux_2_28_x86_64", "3.11")
+    by_pip = pip_download(tmp_path / "simple", tmp_path / "pip", *arguments)
+    assert by_pip.returncode != 0
+    assert "DO NOT MATCH THE HASHES" in by_pip.stderr
+    by_uv = uv_install(tmp_path / "simple", tmp_path / "uv", *arguments, dry_run=False)
+    assert by_uv.returncode != 0
+    assert "Hash mismatch for `torch-tensorrt==2.14.0+memfix1`" in by_uv.stderr
 
 
 @pytest.mark.parametrize("request_", NEWEST)
