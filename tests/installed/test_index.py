@@ -18,6 +18,7 @@ from patched_wheel.__main__ import main
 from patched_wheel.base import BaseRequest
 from patched_wheel.index import IndexedWheel, index_pages, write_simple_index
 from patched_wheel.wheelfile import sha256_of_file
+from uv import find_uv_bin
 
 PATCHED_X86 = "torch_tensorrt-2.14.0+memfix1-cp311-cp311-manylinux_2_28_x86_64.whl"
 
@@ -92,8 +93,6 @@ def uv_install(
     *,
     dry_run: bool = True,
 ) -> subprocess.CompletedProcess[str]:
-    from uv import find_uv_bin
-
     command = [
         find_uv_bin(), "pip", "install", "--no-deps", "--no-cache", "--index-url",
         index_dir.as_uri(), "--python-platform", UV_PLATFORMS[platform], "--python-version",
