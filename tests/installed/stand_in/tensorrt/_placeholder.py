@@ -1,58 +1,36 @@
-"""Placeholder classes: any attribute of one is another, and they can be subclassed and called."""
+"""Placeholder classes for the names of TensorRT: any attribute of one is another placeholder."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Tuple
+from typing import Any, Dict
 
 
-class _PlaceholderMeta(type):
-    """Metaclass of placeholders: class attributes, ``|``, iteration and ``[]`` all work."""
+class _PlaceholderType(type):
+    """The type of placeholders: asked for an attribute, a placeholder gives another one."""
 
     def __getattr__(cls, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
         return placeholder(f"{cls.__qualname__}.{name}")
 
-    def __or__(cls, other: object) -> Any:
-        return cls
 
-    __ror__ = __or__
-
-    def __getitem__(cls, key: object) -> Any:
-        return placeholder(f"{cls.__qualname__}[{key!r}]")
-
-    def __iter__(cls) -> Any:
-        return iter(())
-
-    def __int__(cls) -> int:
-        return 0
-
-    def __index__(cls) -> int:
-        return 0
-
-
-class Placeholder(metaclass=_PlaceholderMeta):
-    """Base of every placeholder; instances hand out placeholders for attributes too."""
+class Placeholder(metaclass=_PlaceholderType):
+    """Base of the placeholders: called with any arguments (``trt.Logger(...)``), it does nothing."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         pass
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return placeholder(f"{type(self).__qualname__}().{name}")
-
-    def __call__(self, *args: object, **kwargs: object) -> Any:
-        return placeholder(f"{type(self).__qualname__}()()")()
 
 
 _made: Dict[str, type] = {}
 
 
 def placeholder(qualname: str) -> Any:
-    """The placeholder class named ``qualname`` (the same class each time it is asked for)."""
+    """The placeholder class named ``qualname``: the same class each time it is asked for.
+
+    A class, so that upstream can subclass it (its plugins and loggers derive from TensorRT's
+    classes) and name it in annotations and ``isinstance`` checks.
+    """
     if qualname not in _made:
-        namespace: Dict[str, Any] = {"__qualname__": qualname, "__module__": "tensorrt"}
-        bases: Tuple[type, ...] = (Placeholder,)
-        _made[qualname] = _PlaceholderMeta(qualname.rsplit(".", 1)[-1], bases, namespace)
+        namespace = {"__qualname__": qualname, "__module__": "tensorrt"}
+        _made[qualname] = _PlaceholderType(qualname.rsplit(".", 1)[-1], (Placeholder,), namespace)
     return _made[qualname]
