@@ -255,3 +255,9 @@ def test_a_missing_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture
         capsys.readouterr().err
         == f"error: {str(tmp_path / PATCHED)!r} is not a file; give the patched wheel's path\n"
     )
+
+
+def test_a_missing_official_wheel_is_refused(patched: Path, tmp_path: Path) -> None:
+    missing = tmp_path / OFFICIAL
+    with pytest.raises(PatchError, match=f"^--base-wheel {re.escape(repr(str(missing)))} is not"):
+        verify(patched, base_wheel=missing)

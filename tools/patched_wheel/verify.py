@@ -140,6 +140,8 @@ def _fetch_official(official_name: str, cache_dir: Path) -> Path:
 
 def _check_official(official: Path, official_name: str, lock: Mapping[str, str]) -> bool:
     """Check the given official wheel's name and sha256; whether the lock knew it."""
+    if not official.is_file():
+        raise PatchError(f"--base-wheel {str(official)!r} is not a file; give the official wheel")
     if official.name != official_name:
         raise PatchError(
             f"--base-wheel is {official.name}, but the patched wheel was built from "
@@ -236,13 +238,13 @@ def _utils_diff(official: Mapping[str, bytes], patched: Mapping[str, bytes]) -> 
     return "".join(difflib.unified_diff(before, after, f"official/{TARGET}", f"patched/{TARGET}"))
 
 
-def _record_problem(patched_wheel: Path) -> Optional[Difference]:
-    """The patched wheel's RECORD must list every file with its sha256 and size."""
+def _record_problem(patched_wheel: Path) -> Optional[str]:
+    """What is wrong with the patched wheel's RECORD (every file, with its sha256 and size)."""
     try:
         with WheelReader(patched_wheel):
             return None
     except PatchError as error:
-        return Difference("changed", "RECORD", str(error))
+        return str(error)
 
 
 def verify_patched_wheel(
@@ -296,7 +298,7 @@ def verify_patched_wheel(
     differences += [Difference("changed", name, "in the zip twice") for name in duplicates]
     record_problem = _record_problem(patched_wheel)
     if record_problem is not None:
-        differences.append(Difference("changed", record_name, record_problem.detail))
+        differences.append(Difference("changed", record_name, record_problem))
     unchanged = {name for name in expected if name not in (TARGET, f"{patched_dist_info}/METADATA")}
     identical = sum(1 for name in unchanged if patched_members.get(name) == expected[name])
     return Verification(
