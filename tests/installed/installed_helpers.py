@@ -8,8 +8,6 @@ tests run offline where that folder was filled beforehand), installed with
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import os
 import subprocess
@@ -24,6 +22,7 @@ from patched_wheel.base import DEFAULT_CACHE_DIR, BaseRequest, download_base
 from patched_wheel.build import build_patched_wheel
 from patched_wheel.lock import load_lock
 from patched_wheel.overlay import DEFAULT_OVERLAY
+from patched_wheel.wheelfile import record_hash
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -160,11 +159,6 @@ INDEX_BASES = (
     BaseRequest("2.14.0", "win_amd64", "3.12"),
     BaseRequest("2.12.0", "manylinux_2_28_x86_64", "3.11"),
 )
-
-
-def record_hash(data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
-    return "sha256=" + digest.decode()
 
 
 def rewrite_wheel(

@@ -15,7 +15,7 @@ import pytest
 from installed_helpers import INDEX_BASES
 from patched_wheel import PatchError
 from patched_wheel.__main__ import main
-from patched_wheel.base import BaseRequest
+from patched_wheel.base import DEFAULT_CACHE_DIR, BaseRequest
 from patched_wheel.index import IndexedWheel, index_pages, write_simple_index
 from patched_wheel.wheelfile import sha256_of_file
 from uv import find_uv_bin
@@ -72,12 +72,13 @@ def isolated_environment() -> Dict[str, str]:
 
 
 def pip_download(
-    index_dir: Path, dest: Path, requirement: str, platform: str, python: str
+    index_dir: Path, dest: Path, requirement: str, platform: str, python: str, *extra: str
 ) -> subprocess.CompletedProcess[str]:
     command = [
         sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
         "--disable-pip-version-check", "--index-url", index_dir.as_uri(), "--platform", platform,
-        "--python-version", python, "--implementation", "cp", "--dest", str(dest), requirement,
+        "--python-version", python, "--implementation", "cp", "--dest", str(dest), *extra,
+        requirement,
     ]  # fmt: skip
     return subprocess.run(
         command, capture_output=True, text=True, env=isolated_environment(), check=False
@@ -92,11 +93,12 @@ def uv_install(
     python: str,
     *,
     dry_run: bool = True,
+    extra: Tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
     command = [
         find_uv_bin(), "pip", "install", "--no-deps", "--no-cache", "--index-url",
         index_dir.as_uri(), "--python-platform", UV_PLATFORMS[platform], "--python-version",
-        python, "--target", str(target), requirement,
+        python, "--target", str(target), *extra, requirement,
     ] + (["--dry-run"] if dry_run else [])  # fmt: skip
     return subprocess.run(
         command, capture_output=True, text=True, env=isolated_environment(), check=False
@@ -277,3 +279,42 @@ def test_uv_installs_the_wheel_checking_its_digest(index_dir: Path, tmp_path: Pa
     assert (tmp_path / "torch_tensorrt" / "dynamo" / "utils.py").read_text().count(
         "def trim_host_heap("
     ) == 1
+
+
+# Beside the official index: the local label makes the patched wheel the one installed.
+
+
+@pytest.fixture(scope="module")
+def official_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An index of the official 2.14.0 wheel (cp311, x86_64): PyPI, as far as these tests go."""
+    folder = tmp_path_factory.mktemp("official-index")
+    official = DEFAULT_CACHE_DIR / PATCHED_X86.replace("+memfix1", "")
+    (folder / official.name).symlink_to(official)
+    return write_simple_index(folder)
+
+
+def test_pip_prefers_the_patched_wheel_of_a_release_over_the_official_one(
+    official_index: Path, index_dir: Path, tmp_path: Path
+) -> None:
+    arguments = ("torch_tensorrt==2.14.0", "manylinux_2_28_x86_64", "3.11")
+    both = pip_download(
+        official_index, tmp_path / "both", *arguments, "--extra-index-url", index_dir.as_uri()
+    )
+    assert both.returncode == 0, both.stdout + both.stderr
+    assert [p.name for p in (tmp_path / "both").iterdir()] == [PATCHED_X86]
+    official_only = pip_download(official_index, tmp_path / "official", *arguments)
+    assert official_only.returncode == 0, official_only.stdout + official_only.stderr
+    assert [p.name for p in (tmp_path / "official").iterdir()] == [
+        PATCHED_X86.replace("+memfix1", "")
+    ]
+
+
+def test_uv_takes_the_release_from_the_extra_index(
+    official_index: Path, index_dir: Path, tmp_path: Path
+) -> None:
+    completed = uv_install(
+        official_index, tmp_path, "torch_tensorrt==2.14.0", "manylinux_2_28_x86_64", "3.11",
+        extra=("--extra-index-url", index_dir.as_uri()),
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert " + torch-tensorrt==2.14.0+memfix1\n" in completed.stderr
