@@ -162,7 +162,7 @@ def _parser() -> argparse.ArgumentParser:
     matrix.set_defaults(run=_matrix)
 
     index = commands.add_parser("index", help="write the simple index of a folder of wheels")
-    index.add_argument("dir", help="folder of patched wheels (writes DIR/simple)")
+    index.add_argument("dir", metavar="DIR", help="folder of patched wheels (writes DIR/simple)")
     index.set_defaults(run=_index)
 
     verify = commands.add_parser(
