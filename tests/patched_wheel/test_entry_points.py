@@ -419,7 +419,7 @@ def test_cli_runs_as_a_script_folder() -> None:
         text=True,
         check=True,
     )
-    assert "{build,matrix,lock}" in completed.stdout
+    assert "{build,matrix,lock,index,verify}" in completed.stdout
 
 
 # --- Interruption --------------------------------------------------------------------------

@@ -3,7 +3,9 @@
 * ``build``: one patched wheel, from ``--base-wheel`` or a release to fetch (without any base
   option, from the same environment variables as ``pip wheel .``);
 * ``matrix``: patched wheels for every supported release, platform and Python the index has;
-* ``lock``: refresh the lock of the official wheels' sha256 from the index.
+* ``lock``: refresh the lock of the official wheels' sha256 from the index;
+* ``verify``: show that a patched wheel is the official wheel plus the overlay, and no more;
+* ``index``: write the PEP 503 simple index of a folder of wheels (``matrix`` writes it too).
 
 Arguments are checked where they enter (argparse types, exit status 2); a refused base or
 setting is one :class:`~patched_wheel.PatchError`, printed as ``error: ...`` with exit status 1.
@@ -12,12 +14,13 @@ setting is one :class:`~patched_wheel.PatchError`, printed as ``error: ...`` wit
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import sys
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Iterator, List, Optional, Sequence
 
 if __package__ in (None, ""):  # run as ``python tools/patched_wheel``
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -33,6 +36,8 @@ from patched_wheel.choice import (  # noqa: E402
     request_choice,
     unlocked_from_environment,
 )
+from patched_wheel.files import write_text_atomically  # noqa: E402
+from patched_wheel.index import write_simple_index  # noqa: E402
 from patched_wheel.lock import load_lock  # noqa: E402
 from patched_wheel.matrix import (  # noqa: E402
     build_matrix,
@@ -59,6 +64,7 @@ from patched_wheel.policy import (  # noqa: E402
 )
 from patched_wheel.refresh import refresh_lock  # noqa: E402
 from patched_wheel.resolve import resolve_base  # noqa: E402
+from patched_wheel.verify import format_report, verify_patched_wheel  # noqa: E402
 
 logger = logging.getLogger("patched_wheel")
 
@@ -121,9 +127,11 @@ def _matrix(args: argparse.Namespace) -> int:
         )
     args.out.mkdir(parents=True, exist_ok=True)
     document = json.dumps(matrix_document(entries), indent=2) + "\n"
-    (args.out / "supported_matrix.json").write_text(document, encoding="utf-8")
+    write_text_atomically(args.out / "supported_matrix.json", document)
     print(summary(entries))
     print(f"wheels and supported_matrix.json in {args.out}")
+    if any(entry.patched_wheel for entry in entries):
+        print(f"simple index in {write_simple_index(args.out)}")
     if args.update_docs:
         update_docs(entries, docs_matrix=DOCS_MATRIX, readme=README)
         print(f"updated {DOCS_MATRIX.relative_to(README.parent)} and the table in README.md")
@@ -131,6 +139,34 @@ def _matrix(args: argparse.Namespace) -> int:
     if failed:
         raise PatchError(f"{failed} of {len(entries)} wheels failed; see the lines above")
     return 0
+
+
+def _index(args: argparse.Namespace) -> int:
+    index_dir = write_simple_index(args.dir)
+    print(
+        f"{index_dir}: pip install --extra-index-url {index_dir.resolve().as_uri()} torch_tensorrt"
+    )
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    verification = verify_patched_wheel(
+        args.patched_wheel,
+        base_wheel=args.base_wheel,
+        lock=load_lock(args.lock),
+        overlay=read_overlay(args.overlay),
+        cache_dir=args.cache,
+        unlocked=args.unlocked or unlocked_from_environment(os.environ),
+    )
+    print(format_report(verification))
+    if verification.verified:
+        return 0
+    count = len(verification.differences)
+    raise PatchError(
+        f"{verification.patched_wheel} differs from the official wheel plus this repository's "
+        f"overlay in {count} {'file' if count == 1 else 'files'} (listed above); do not "
+        "install it"
+    )
 
 
 def _lock(args: argparse.Namespace) -> int:
@@ -197,9 +233,26 @@ def _parser() -> argparse.ArgumentParser:
     lock.set_defaults(run=_lock)
     for command in (matrix, lock):
         _add_matrix_options(command)
-    for command in (build, matrix, lock):
+    index = commands.add_parser("index", help="write the simple index of a folder of wheels")
+    index.add_argument("dir", metavar="DIR", type=Path, help="folder of wheels (writes DIR/simple)")
+    index.set_defaults(run=_index)
+    verify = commands.add_parser(
+        "verify", help="show that a patched wheel is the official one plus the overlay"
+    )
+    verify.add_argument("patched_wheel", metavar="PATCHED_WHEEL", type=Path, help="the wheel")
+    verify.add_argument(
+        "--base-wheel", type=Path, help="the official wheel file (default: fetch it)"
+    )
+    verify.add_argument(
+        "--unlocked",
+        action="store_true",
+        help="compare against an official wheel the lock does not know; its bytes are then "
+        "checked by nothing but its own RECORD",
+    )
+    verify.set_defaults(run=_verify)
+    for command in (build, matrix, lock, verify):
         command.add_argument("--lock", type=Path, default=LOCK_FILE, help="the lock file")
-    for command in (build, matrix):
+    for command in (build, matrix, verify):
         command.add_argument("--cache", type=Path, default=DEFAULT_CACHE_DIR, help="base cache")
         command.add_argument("--overlay", type=Path, default=DEFAULT_OVERLAY, help="the overlay")
     return parser
@@ -224,6 +277,18 @@ def configure_logging() -> None:
     logger.propagate = False
 
 
+@contextlib.contextmanager
+def _logging_configured() -> Iterator[None]:
+    """:func:`configure_logging` for one command, then the logger as it was (for callers
+    that run :func:`main` in their own process, such as tests)."""
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+    configure_logging()
+    try:
+        yield
+    finally:
+        logger.handlers[:], logger.level, logger.propagate = saved
+
+
 def _with_defaults(args: argparse.Namespace) -> argparse.Namespace:
     if args.command in ("matrix", "lock"):
         args.release = args.release or list(SUPPORTED_RELEASES)
@@ -242,12 +307,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         and (args.release or args.platform or args.python)
     ):
         parser.error("--base-wheel fixes release, platform and Python; leave those options out")
-    configure_logging()
-    try:
-        status: int = args.run(args)
-    except PatchError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+    with _logging_configured():
+        try:
+            status: int = args.run(args)
+        except PatchError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
     return status
 
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import os
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -26,6 +24,7 @@ from patched_wheel import PatchError
 from patched_wheel.base import read_base
 from patched_wheel.build import build_patched_wheel
 from patched_wheel.download import BaseRequest, index_digests, index_url
+from patched_wheel.files import write_text_atomically
 from patched_wheel.lock import Lock
 from patched_wheel.policy import LOCAL_LABEL
 from patched_wheel.refresh import indexed_name
@@ -204,19 +203,6 @@ def summary(entries: Sequence[MatrixEntry]) -> str:
     return "\n".join(lines)
 
 
-def _write_text(path: Path, text: str) -> None:
-    """Write through a temporary file in the same folder, then rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-
-
 def update_docs(entries: Sequence[MatrixEntry], *, docs_matrix: Path, readme: Path) -> None:
     """Write the committed matrix JSON and the README's table between its markers.
 
@@ -238,8 +224,8 @@ def update_docs(entries: Sequence[MatrixEntry], *, docs_matrix: Path, readme: Pa
             "supported table belongs"
         )
     block = f"{START_MARKER}\n{readme_table(entries)}\n{END_MARKER}"
-    _write_text(docs_matrix, json.dumps(matrix_document(entries), indent=2) + "\n")
-    _write_text(readme, text[:start] + block + text[end + len(END_MARKER) :])
+    write_text_atomically(docs_matrix, json.dumps(matrix_document(entries), indent=2) + "\n")
+    write_text_atomically(readme, text[:start] + block + text[end + len(END_MARKER) :])
 
 
 def requests_for(

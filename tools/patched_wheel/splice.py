@@ -20,6 +20,7 @@ base back unchanged, and splicing the result again changes nothing.
 from __future__ import annotations
 
 import ast
+import threading
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
@@ -55,10 +56,17 @@ class OverlayParts:
         return tuple(d for d in self.definitions if not isinstance(d, ast.ClassDef))
 
 
-def parse_source(source: Union[str, bytes], what: str) -> ast.Module:
+# CPython 3.11 before 3.11.8 can raise "AST constructor recursion depth mismatch" when two
+# threads build ASTs at once (python/cpython#106905); ``matrix`` and the tests build wheels
+# in threads, so every parse here takes this lock.
+_AST_LOCK = threading.Lock()
+
+
+def parse_source(source: Union[str, bytes], what: str, filename: str = "<unknown>") -> ast.Module:
     """``ast.parse`` with every failure, a null byte or a bomb of nesting too, as a refusal."""
     try:
-        return ast.parse(source)
+        with _AST_LOCK:
+            return ast.parse(source, filename)
     except SyntaxError as error:
         raise PatchError(
             f"{what} is not valid Python ({error.msg}, line {error.lineno}); "
@@ -331,8 +339,9 @@ def check_splice(spliced: bytes, overlay: OverlayParts, *, filename: str) -> Non
             overlay's.
     """
     try:
-        module = ast.parse(spliced, filename)
-        compile(module, filename, "exec", dont_inherit=True)
+        with _AST_LOCK:
+            module = ast.parse(spliced, filename)
+            compile(module, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as error:
         raise PatchError(
             f"{filename}: the spliced module does not compile ({error}); the overlay does "

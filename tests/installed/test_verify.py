@@ -1,0 +1,265 @@
+"""``verify``: a genuine patched wheel verifies; every kind of tampering is reported, file by file."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import zipfile
+from pathlib import Path
+from typing import Callable, Dict, List
+
+import pytest
+from installed_helpers import INDEX_BASES, rewrite_wheel
+from patched_wheel import PatchError
+from patched_wheel.__main__ import main
+from patched_wheel.download import BaseRequest
+from patched_wheel.lock import Lock, load_lock
+from patched_wheel.overlay import read_overlay
+from patched_wheel.paths import DEFAULT_CACHE_DIR
+from patched_wheel.verify import (
+    Difference,
+    Verification,
+    official_wheel_name,
+    verify_patched_wheel,
+)
+
+TARGET = "torch_tensorrt/dynamo/utils.py"
+RELEASE = "2.14.0"
+DIST_INFO = f"torch_tensorrt-{RELEASE}+memfix1.dist-info"
+OFFICIAL = "torch_tensorrt-2.14.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+PATCHED = "torch_tensorrt-2.14.0+memfix1-cp311-cp311-manylinux_2_28_x86_64.whl"
+
+
+@pytest.fixture(autouse=True)
+def locked_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TORCHTRT_BASE_UNLOCKED", raising=False)
+
+
+@pytest.fixture(scope="module")
+def patched(index_wheels: Dict[BaseRequest, Path]) -> Path:
+    wheel = index_wheels[INDEX_BASES[0]]
+    assert wheel.name == PATCHED
+    return wheel
+
+
+@pytest.fixture(scope="module")
+def official() -> Path:
+    path = DEFAULT_CACHE_DIR / OFFICIAL
+    assert path.is_file()
+    return path
+
+
+def verify(wheel: Path, **options: object) -> Verification:
+    options.setdefault("lock", load_lock())
+    options.setdefault("overlay", read_overlay())
+    return verify_patched_wheel(wheel, **options)  # type: ignore[arg-type]
+
+
+def official_file_count(official: Path) -> int:
+    """Files of the official wheel that the patched one must hold unchanged."""
+    with zipfile.ZipFile(official) as archive:
+        names = archive.namelist()
+    changed = {TARGET, f"torch_tensorrt-{RELEASE}.dist-info/METADATA"}
+    return sum(1 for n in names if n not in changed and not n.endswith(".dist-info/RECORD"))
+
+
+def test_a_genuine_patched_wheel_verifies(patched: Path, official: Path) -> None:
+    result = verify(patched)
+    assert result.differences == ()
+    assert result.verified
+    assert result.official_wheel == OFFICIAL
+    assert result.official_sha256 == load_lock().wheels[OFFICIAL]
+    assert result.identical == official_file_count(official)
+    assert result.utils_diff.startswith(f"--- official/{TARGET}\n+++ patched/{TARGET}\n")
+    assert "\n+def trim_host_heap() -> None:\n" in result.utils_diff
+
+
+def test_the_command_prints_the_diff_and_exits_0(
+    patched: Path, official: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["verify", str(patched), "--base-wheel", str(official)]) == 0
+    out = capsys.readouterr().out
+    assert f"--- official/{TARGET}" in out
+    assert out.rstrip().endswith(
+        "verified: the official wheel plus this repository's overlay, nothing else"
+    )
+
+
+def _append_line(path: str, line: bytes) -> Callable[[Dict[str, bytes]], None]:
+    def change(members: Dict[str, bytes]) -> None:
+        members[path] += line
+
+    return change
+
+
+def _add(path: str) -> Callable[[Dict[str, bytes]], None]:
+    def change(members: Dict[str, bytes]) -> None:
+        members[path] = b"print('hello')\n"
+
+    return change
+
+
+def _remove(path: str) -> Callable[[Dict[str, bytes]], None]:
+    def change(members: Dict[str, bytes]) -> None:
+        del members[path]
+
+    return change
+
+
+TAMPERING = [
+    pytest.param(
+        _append_line("torch_tensorrt/_compile.py", b"import os\n"),
+        [("changed", "torch_tensorrt/_compile.py")],
+        id="changed-upstream-file",
+    ),
+    pytest.param(
+        _add("torch_tensorrt/_extra.py"), [("added", "torch_tensorrt/_extra.py")], id="extra-file"
+    ),
+    pytest.param(
+        _remove("torch_tensorrt/_compile.py"),
+        [("missing", "torch_tensorrt/_compile.py")],
+        id="missing-file",
+    ),
+    pytest.param(_append_line(TARGET, b"import os\n"), [("changed", TARGET)], id="different-utils"),
+    pytest.param(
+        _append_line(f"{DIST_INFO}/METADATA", b"Requires-Dist: something-else\n"),
+        [("changed", f"{DIST_INFO}/METADATA")],
+        id="metadata-beyond-version",
+    ),
+    pytest.param(
+        _add(f"{DIST_INFO}/sbom.json"),
+        [("added", f"{DIST_INFO}/sbom.json")],
+        id="extra-dist-info-file",
+    ),
+]
+
+
+@pytest.mark.parametrize("change, expected", TAMPERING)
+def test_each_tampering_is_reported_file_by_file(
+    patched: Path,
+    tmp_path: Path,
+    change: Callable[[Dict[str, bytes]], None],
+    expected: List[tuple[str, str]],
+) -> None:
+    tampered = rewrite_wheel(patched, tmp_path / PATCHED, change)
+    result = verify(tampered)
+    assert [(d.kind, d.path) for d in result.differences] == expected
+    assert not result.verified
+
+
+def test_the_command_lists_the_differences_and_exits_1(
+    patched: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    change = _append_line("torch_tensorrt/_compile.py", b"import os\n")
+    tampered = rewrite_wheel(patched, tmp_path / PATCHED, change)
+    assert main(["verify", str(tampered)]) == 1
+    captured = capsys.readouterr()
+    assert "\nchanged: torch_tensorrt/_compile.py (sha256 " in captured.out
+    assert f"--- official/{TARGET}" in captured.out
+    assert "verified" not in captured.out
+    assert captured.err == (
+        f"error: {PATCHED} differs from the official wheel plus this repository's overlay in 1 "
+        "file (listed above); do not install it\n"
+    )
+
+
+def test_a_different_utils_is_shown_in_the_diff(patched: Path, tmp_path: Path) -> None:
+    tampered = rewrite_wheel(patched, tmp_path / PATCHED, _append_line(TARGET, b"HIDDEN = 1\n"))
+    result = verify(tampered)
+    assert result.differences == (
+        Difference(
+            "changed", TARGET, "not what this repository's overlay makes of the official file"
+        ),
+    )
+    assert "\n+HIDDEN = 1\n" in result.utils_diff
+
+
+def test_metadata_changes_are_named(patched: Path, tmp_path: Path) -> None:
+    change = _append_line(f"{DIST_INFO}/METADATA", b"Requires-Dist: something-else\n")
+    result = verify(rewrite_wheel(patched, tmp_path / PATCHED, change))
+    assert "+ Requires-Dist: something-else" in result.differences[0].detail
+
+
+def test_a_file_changed_behind_record_is_reported_with_record(
+    patched: Path, tmp_path: Path
+) -> None:
+    change = _append_line("torch_tensorrt/_compile.py", b"import os\n")
+    tampered = rewrite_wheel(patched, tmp_path / PATCHED, change, update_record=False)
+    result = verify(tampered)
+    assert [(d.kind, d.path) for d in result.differences] == [
+        ("changed", "torch_tensorrt/_compile.py"),
+        ("changed", f"{DIST_INFO}/RECORD"),
+    ]
+    assert "_compile.py's size differs from RECORD's" in result.differences[1].detail
+
+
+def test_an_official_wheel_that_is_not_the_official_file_is_refused(
+    patched: Path, official: Path, tmp_path: Path
+) -> None:
+    forged = rewrite_wheel(official, tmp_path / OFFICIAL, _add("torch_tensorrt/_extra.py"))
+    with pytest.raises(PatchError, match=f"^{re.escape(OFFICIAL)}: sha256 [0-9a-f]{{64}} differs"):
+        verify(patched, base_wheel=forged)
+
+
+def test_the_official_wheel_of_another_release_is_refused(
+    patched: Path, index_wheels: Dict[BaseRequest, Path], tmp_path: Path
+) -> None:
+    other = DEFAULT_CACHE_DIR / "torch_tensorrt-2.12.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+    with pytest.raises(PatchError, match=f"^--base-wheel is {re.escape(other.name)}, but"):
+        verify(patched, base_wheel=other)
+
+
+def test_an_official_wheel_the_lock_lacks_needs_the_opt_in(
+    patched: Path, official: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(PatchError, match="is not in the lock of official wheels"):
+        verify(patched, base_wheel=official, lock=Lock({}))
+    result = verify(patched, base_wheel=official, lock=Lock({}), unlocked=True)
+    assert result.verified and not result.in_lock
+
+
+def test_an_official_wheel_is_not_a_patched_one(official: Path, tmp_path: Path) -> None:
+    copy = shutil.copy(official, tmp_path / OFFICIAL)
+    with pytest.raises(PatchError, match=r"does not end in the label \+memfix1"):
+        verify(Path(copy))
+
+
+@pytest.mark.parametrize(
+    "patched_name, official_name",
+    [
+        pytest.param(PATCHED, OFFICIAL, id="release"),
+        pytest.param(
+            "torch_tensorrt-2.9.0+cu130.memfix1-cp312-cp312-win_amd64.whl",
+            "torch_tensorrt-2.9.0+cu130-cp312-cp312-win_amd64.whl",
+            id="cuda-variant",
+        ),
+    ],
+)
+def test_the_official_wheel_name(patched_name: str, official_name: str) -> None:
+    assert official_wheel_name(patched_name) == official_name
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("torch_tensorrt-2.14.0+memfix2-cp311-cp311-win_amd64.whl", id="other-label"),
+        pytest.param("torch_tensorrt-2.14.0-cp311-cp311-win_amd64.whl", id="no-label"),
+    ],
+)
+def test_a_wheel_without_the_label_is_refused(name: str) -> None:
+    with pytest.raises(PatchError, match=r"does not end in the label \+memfix1"):
+        official_wheel_name(name)
+
+
+def test_a_missing_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", str(tmp_path / PATCHED)]) == 1
+    assert (
+        capsys.readouterr().err
+        == f"error: {str(tmp_path / PATCHED)!r} is not a file; give the patched wheel's path\n"
+    )
+
+
+def test_a_missing_official_wheel_is_refused(patched: Path, tmp_path: Path) -> None:
+    missing = tmp_path / OFFICIAL
+    with pytest.raises(PatchError, match=f"^--base-wheel {re.escape(repr(str(missing)))} is not"):
+        verify(patched, base_wheel=missing)

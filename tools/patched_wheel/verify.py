@@ -1,0 +1,321 @@
+"""Show that a patched wheel is the official wheel plus this repository's overlay, and no more.
+
+A user who installs a patched wheel from someone else's index cannot read a wheel's worth of
+files to trust it. :func:`verify_patched_wheel` takes the official wheel the patched one names
+(from pip, or given), checks it against the lock of official sha256, and compares the two
+wheels file by file:
+
+* every file of the official wheel is in the patched one, byte for byte, under the renamed
+  ``.dist-info`` directory;
+* ``torch_tensorrt/dynamo/utils.py`` is exactly what this repository's overlay makes of the
+  official file (the splice is run again here);
+* ``METADATA`` differs only in its ``Version`` header, ``RECORD`` lists every file with its
+  sha256, and RECORD's signatures are gone (they cannot survive a new RECORD);
+* nothing else is added.
+
+The result lists every other difference (added, missing, changed) and carries the unified diff
+of ``utils.py`` from the official wheel to the patched one, which is the whole of the change.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import io
+import logging
+import zipfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Tuple
+
+from packaging.version import InvalidVersion, Version
+from patched_wheel import PatchError
+from patched_wheel.base import read_base
+from patched_wheel.download import BaseRequest
+from patched_wheel.lock import Lock
+from patched_wheel.paths import DEFAULT_CACHE_DIR
+from patched_wheel.plan import plan_patch
+from patched_wheel.policy import LOCAL_LABEL, TARGET
+from patched_wheel.resolve import fetch_base
+from patched_wheel.splice import OverlayParts
+from patched_wheel.wheelfile import (
+    MAX_UNPACKED_BYTES,
+    Wheel,
+    parse_wheel_name,
+    read_wheel,
+    read_wheel_file,
+)
+
+__all__ = [
+    "Difference",
+    "Verification",
+    "compare_members",
+    "expected_members",
+    "format_report",
+    "official_wheel_name",
+    "verify_patched_wheel",
+]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A file where the patched wheel is not the official wheel plus the overlay."""
+
+    kind: str  # "added", "missing" or "changed"
+    path: str
+    detail: str = ""
+
+    def describe(self) -> str:
+        return f"{self.kind}: {self.path}" + (f" ({self.detail})" if self.detail else "")
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What :func:`verify_patched_wheel` found."""
+
+    patched_wheel: str
+    official_wheel: str
+    official_sha256: str
+    in_lock: bool
+    identical: int
+    utils_diff: str
+    differences: Tuple[Difference, ...]
+
+    @property
+    def verified(self) -> bool:
+        return not self.differences
+
+
+def official_wheel_name(patched_name: str, label: str = LOCAL_LABEL) -> str:
+    """The file name of the official wheel a patched wheel was built from.
+
+    ``torch_tensorrt-2.14.0+memfix1-cp311-...whl`` gives ``torch_tensorrt-2.14.0-cp311-...whl``
+    and ``2.9.0+cu130.memfix1`` gives ``2.9.0+cu130``.
+
+    Raises:
+        PatchError: If the name is not a wheel's, or its version does not end in the label.
+    """
+    name = parse_wheel_name(patched_name)
+    version = name.written_version
+    try:
+        local = (Version(version).local or "").split(".")
+    except InvalidVersion:
+        local = []
+    if local[-1:] != [label]:
+        raise PatchError(
+            f"{patched_name}: its version {version!r} does not end in the label +{label}, so "
+            "this repository's overlay did not make it (or another revision did: verify it "
+            "with the revision whose label it carries)"
+        )
+    public = Version(version).public
+    base_version = public + ("+" + ".".join(local[:-1]) if local[:-1] else "")
+    return f"{name.written_name}-{base_version}-{name.written_tags}.whl"
+
+
+def _request_for(official_name: str) -> BaseRequest:
+    """What to ask pip for to get the official wheel named ``official_name``."""
+    name = parse_wheel_name(official_name)
+    python, _, platform = name.written_tags.split("-")[-3:]
+    if not (python.startswith("cp") and python[2:].isdigit() and len(python) >= 4):
+        raise PatchError(
+            f"{official_name}: cannot tell its Python from the tag {python!r}; give the "
+            "official wheel with --base-wheel"
+        )
+    return BaseRequest(name.written_version, platform, f"{python[2]}.{python[3:]}")
+
+
+def _official_base(
+    official_name: str,
+    base_wheel: Optional[Path],
+    *,
+    lock: Lock,
+    cache_dir: Path,
+    unlocked: bool,
+) -> Wheel:
+    """The official wheel, given or fetched, checked against the lock and read once."""
+    if base_wheel is not None and not base_wheel.is_file():
+        raise PatchError(f"--base-wheel {str(base_wheel)!r} is not a file; give the official wheel")
+    if base_wheel is not None and base_wheel.name != official_name:
+        raise PatchError(
+            f"--base-wheel is {base_wheel.name}, but the patched wheel was built from "
+            f"{official_name}; give that file"
+        )
+    if base_wheel is not None:
+        return read_base(base_wheel, lock=lock, unlocked=unlocked, what="--base-wheel")
+    base = fetch_base(
+        _request_for(official_name), lock=lock, cache_dir=cache_dir, unlocked=unlocked
+    )
+    if base.filename != official_name:
+        raise PatchError(
+            f"the index gave {base.filename}, not the official {official_name}; download it "
+            "yourself and give it with --base-wheel PATH"
+        )
+    return base
+
+
+def _members(data: bytes, filename: str) -> Tuple[Dict[str, bytes], List[str]]:
+    """A zip's members by name, and the names it holds more than once (sizes capped first)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            infos = archive.infolist()
+            if sum(info.file_size for info in infos) > MAX_UNPACKED_BYTES:
+                raise PatchError(
+                    f"{filename}: its members unpack to more than "
+                    f"{MAX_UNPACKED_BYTES >> 20} MiB, which no patched wheel does; do not "
+                    "install it"
+                )
+            members = {i.filename: b"" if i.is_dir() else archive.read(i) for i in infos}
+    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, NotImplementedError) as error:
+        raise PatchError(f"{filename}: not a readable zip file ({error})") from None
+    names = [info.filename for info in infos]
+    return members, sorted(name for name, count in Counter(names).items() if count > 1)
+
+
+def expected_members(base: Wheel, overlay: OverlayParts) -> Dict[str, bytes]:
+    """What the patched wheel must hold, RECORD aside: the build's own plan of the base."""
+    plan = plan_patch(base, overlay)
+    expected: Dict[str, bytes] = {}
+    for info in base.infos:
+        if info.filename in plan.dropped:
+            continue
+        name = plan.renamed(base, info.filename)
+        data = b"" if info.is_dir() else base.read(info.filename)
+        expected[name] = plan.new_members.get(name, data)
+    expected.pop(f"{plan.dist_info}/RECORD", None)
+    return expected
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _changed_detail(path: str, expected: bytes, actual: bytes) -> str:
+    if path == TARGET:
+        return "not what this repository's overlay makes of the official file"
+    if path.endswith(".dist-info/METADATA"):
+        lines = difflib.ndiff(
+            expected.decode("utf-8", "replace").splitlines(),
+            actual.decode("utf-8", "replace").splitlines(),
+        )
+        changed = [line for line in lines if line[:1] in "+-"]
+        return "lines differ from the official METADATA with Version changed: " + "; ".join(
+            changed[:6]
+        )
+    return f"sha256 {_sha256(actual)}, expected {_sha256(expected)}"
+
+
+def compare_members(
+    expected: Mapping[str, bytes], actual: Mapping[str, bytes], *, record_name: str
+) -> List[Difference]:
+    """Every file where ``actual`` is not ``expected`` (``record_name`` is checked elsewhere)."""
+    differences = [
+        Difference("missing", name) for name in sorted(set(expected) - set(actual) - {record_name})
+    ]
+    differences += [
+        Difference("added", name) for name in sorted(set(actual) - set(expected) - {record_name})
+    ]
+    for name in sorted(set(expected) & set(actual)):
+        if expected[name] != actual[name]:
+            differences.append(
+                Difference("changed", name, _changed_detail(name, expected[name], actual[name]))
+            )
+    return sorted(differences, key=lambda d: (d.path, d.kind))
+
+
+def _utils_diff(official: Wheel, patched: Mapping[str, bytes]) -> str:
+    before = official.read(TARGET).decode("utf-8", "replace").splitlines(keepends=True)
+    after = patched.get(TARGET, b"").decode("utf-8", "replace").splitlines(keepends=True)
+    return "".join(difflib.unified_diff(before, after, f"official/{TARGET}", f"patched/{TARGET}"))
+
+
+def _record_problem(data: bytes, filename: str) -> Optional[str]:
+    """What is wrong with the patched wheel as a wheel (RECORD, structure), if anything."""
+    try:
+        read_wheel(data, filename)
+    except PatchError as error:
+        return str(error)
+    return None
+
+
+def verify_patched_wheel(
+    patched_wheel: Path,
+    *,
+    base_wheel: Optional[Path] = None,
+    lock: Lock,
+    overlay: OverlayParts,
+    cache_dir: Path = DEFAULT_CACHE_DIR,
+    unlocked: bool = False,
+) -> Verification:
+    """Compare a patched wheel with its official wheel plus the overlay.
+
+    Args:
+        patched_wheel: The wheel to check. It is read once and never written.
+        base_wheel: The official wheel; ``None`` fetches it (from the cache or with pip).
+        lock: The lock of the official wheels' sha256.
+        overlay: The parsed overlay whose splice ``utils.py`` must be.
+        unlocked: Compare against an official wheel the lock does not know.
+
+    Raises:
+        PatchError: If the patched wheel cannot be read, or the official wheel cannot be had
+            or is not the official file. Differences between the wheels are not raised: they
+            are in the result.
+    """
+    # 1. The patched wheel, read once; the official wheel it names, checked against the lock.
+    patched_wheel = Path(patched_wheel)
+    if not patched_wheel.is_file():
+        raise PatchError(f"{str(patched_wheel)!r} is not a file; give the patched wheel's path")
+    data = read_wheel_file(patched_wheel, what="the patched wheel")
+    official_name = official_wheel_name(patched_wheel.name)
+    official = _official_base(
+        official_name, base_wheel, lock=lock, cache_dir=cache_dir, unlocked=unlocked
+    )
+
+    # 2. What the patched wheel must hold (the build's plan), and where it does not.
+    expected = expected_members(official, overlay)
+    patched_members, duplicates = _members(data, patched_wheel.name)
+    patched_name = parse_wheel_name(patched_wheel.name)
+    dist_info = f"{patched_name.written_name}-{patched_name.written_version}.dist-info"
+    record_name = f"{dist_info}/RECORD"
+    differences = compare_members(expected, patched_members, record_name=record_name)
+    differences += [Difference("changed", name, "in the zip twice") for name in duplicates]
+    record_problem = _record_problem(data, patched_wheel.name)
+    if record_problem is not None:
+        differences.append(Difference("changed", record_name, record_problem))
+
+    # 3. The summary: files that are the official ones byte for byte, and the diff.
+    unchanged = set(expected) - {TARGET, f"{dist_info}/METADATA"}
+    identical = sum(1 for name in unchanged if patched_members.get(name) == expected[name])
+    return Verification(
+        patched_wheel=patched_wheel.name,
+        official_wheel=official_name,
+        official_sha256=official.sha256,
+        in_lock=official_name in lock.wheels,
+        identical=identical,
+        utils_diff=_utils_diff(official, patched_members),
+        differences=tuple(differences),
+    )
+
+
+def format_report(verification: Verification) -> str:
+    """The text the ``verify`` command prints: what was checked, the diff, the differences."""
+    lock_note = "as in the lock" if verification.in_lock else "NOT in the lock, unchecked"
+    lines = [
+        f"patched wheel:  {verification.patched_wheel}",
+        f"official wheel: {verification.official_wheel}",
+        f"                sha256 {verification.official_sha256} ({lock_note})",
+        f"{verification.identical} files are the official wheel's, byte for byte",
+    ]
+    if verification.verified:
+        lines += [
+            f"{TARGET} is this repository's overlay spliced into the official file",
+            "METADATA differs from the official one only in Version; RECORD lists every file",
+        ]
+    lines += ["", verification.utils_diff.rstrip("\n"), ""]
+    if verification.verified:
+        lines.append("verified: the official wheel plus this repository's overlay, nothing else")
+    else:
+        lines += [difference.describe() for difference in verification.differences]
+    return "\n".join(lines)
