@@ -11,11 +11,15 @@ import sys
 import sysconfig
 import textwrap
 import time
+import zipfile
 from pathlib import Path
 from typing import Dict, List
 
 import pytest
 from patched_wheel.__main__ import main
+from patched_wheel.backend import prepare_metadata_for_build_wheel
+from patched_wheel.base import read_base
+from patched_wheel.build import build_patched_wheel
 from patched_wheel.choice import choice_from_environment
 from patched_wheel.download import BaseRequest
 from patched_wheel.lock import load_lock, write_lock
@@ -29,6 +33,7 @@ from patched_wheel.matrix import (
 from patched_wheel.paths import DOCS_MATRIX, README, REPOSITORY
 from patched_wheel.policy import SUPPORTED_RELEASES
 from patched_wheel.refresh import refresh_lock
+from patched_wheel.wheelfile import parse_headers
 from wheel_helpers import TEST_PLATFORM, fetch, sha256
 
 PY_TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"
@@ -563,3 +568,48 @@ def test_nothing_installed_is_refused(
         "error: 'installed' asks for the installed torch_tensorrt, and this Python has none; "
         "install it, or give the release (TORCHTRT_BASE_VERSION or --release)\n"
     )
+
+
+def _headers(metadata: bytes, key: str) -> List[str]:
+    return [value for name, value in parse_headers(metadata) if name.lower() == key.lower()]
+
+
+@pytest.mark.network
+def test_pip_install_resolves_the_official_requirements_before_the_build(tmp_path: Path) -> None:
+    """``pip install .`` reads the metadata before the build: it must be the base's, so that
+    torch and TensorRT are installed as for the official wheel (``--dry-run --report``)."""
+    official = fetch(SUPPORTED_RELEASES[-1], RUNNING_PYTHON, _running_platform())
+    report = tmp_path / "report.json"
+    completed = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--report"]
+        + [str(report), "."],
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    (item,) = json.loads(report.read_text(encoding="utf-8"))["install"]
+    seen = item["metadata"]
+    with zipfile.ZipFile(official) as archive:
+        (name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        metadata = archive.read(name)
+    assert seen["version"] == f"{SUPPORTED_RELEASES[-1]}+memfix1"
+    assert seen["requires_dist"] == _headers(metadata, "Requires-Dist")
+    assert any(r.startswith("torch") for r in seen["requires_dist"])
+    assert [seen["requires_python"]] == _headers(metadata, "Requires-Python")
+    assert [seen["summary"]] == _headers(metadata, "Summary")
+
+
+def test_the_backend_answers_with_the_patched_wheels_metadata(
+    tmp_path: Path, base_wheels: Dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The metadata hook writes exactly the METADATA that the wheel build then writes."""
+    base = base_wheels[SUPPORTED_RELEASES[-1]]
+    monkeypatch.setenv("TORCHTRT_BASE_WHEEL", str(base))
+    dist_info = prepare_metadata_for_build_wheel(str(tmp_path / "meta"))
+    patched = build_patched_wheel(read_base(base, lock=load_lock()), out_dir=tmp_path / "dist")
+    with zipfile.ZipFile(patched) as archive:
+        built = archive.read(f"{dist_info}/METADATA")
+    assert (tmp_path / "meta" / dist_info / "METADATA").read_bytes() == built
+    assert dist_info == f"torch_tensorrt-{SUPPORTED_RELEASES[-1]}+memfix1.dist-info"
