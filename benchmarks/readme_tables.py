@@ -97,12 +97,13 @@ def portable_command(command: str, out_file: Optional[str] = None) -> str:
     Benchmarks record their exact command line, which can hold the paths of the machine they
     ran on: a virtual environment's interpreter, an output folder in a home directory. The
     interpreter becomes ``python``; the ``--out`` path becomes ``out_file`` (the file's place
-    in the repository), or is dropped when the command's default is that place.
+    in the repository), or is dropped when the command's default is that place. A command
+    that already names ``out_file`` (one run writing several files) is kept as it is.
     """
     words = shlex.split(command)
     if words and re.search(r"(^|/)python[0-9.]*$", words[0]):
         words[0] = "python"
-    if "--out" in words:
+    if "--out" in words and out_file not in words:  # a run writing several files names each
         index = words.index("--out")
         if out_file is None:
             del words[index : index + 2]
