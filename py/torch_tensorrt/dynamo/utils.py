@@ -19,10 +19,8 @@ import ctypes
 import functools
 import gc
 import logging
-import mmap
 import os
 import platform
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
@@ -40,7 +38,6 @@ PINNED_BOUNCE_ENV_VAR = "TORCHTRT_OFFLOAD_PINNED_BOUNCE"
 # Linux's transparent huge pages, and madvise advice values (the same on every architecture).
 _HUGE_PAGE_BYTES = 2 * 1024 * 1024
 _MADV_HUGEPAGE = 14
-_MADV_POPULATE_WRITE = 23
 
 # Host-heap trimming is on unless this variable is 0 (upstream's opt-in with 1 still trims).
 MALLOC_TRIM_ENV_VAR = "TORCHTRT_ENABLE_BUILDER_MALLOC_TRIM"
@@ -177,20 +174,6 @@ def _libc_madvise() -> Optional[Callable[[int, int, int], int]]:
     return madvise
 
 
-def _fault_in(destination: torch.Tensor, address: int, length: int) -> None:
-    """Fault in ``length`` bytes of ``destination``'s memory at ``address``, ready for writing.
-
-    ``madvise(MADV_POPULATE_WRITE)`` (Linux 5.14 and later) has the kernel fault the pages in
-    without writing them: bytes that a copy has already written stay as they are. Where it
-    fails, nothing is done; the copy then faults the pages in itself. ``destination`` is
-    passed only to keep the memory alive while a worker thread faults it in.
-    """
-    madvise = _libc_madvise()
-    if madvise is not None:
-        first = address // mmap.PAGESIZE * mmap.PAGESIZE
-        madvise(first, address + length - first, _MADV_POPULATE_WRITE)
-
-
 class _PinnedBounceMover:
     """Moves CUDA tensors into new host memory through two reused page-locked chunks.
 
@@ -202,22 +185,12 @@ class _PinnedBounceMover:
     from PyTorch's pinned-memory cache, so that :meth:`close` hands them back to the OS
     entirely.
 
-    Worker threads can fault the destination in ahead of that copy
-    (:attr:`fault_ahead_threads`), which lets more threads fault at once than a chunk's huge
-    pages allow. It is off by default: measured, it slowed the move, the workers taking the
-    cores from the copy (``benchmarks/results/offload_ceilings.json``, variants
-    ``fault-ahead-<threads>``).
-
     The last chunk of a tensor is copied on the CPU while the next tensor's first chunk is on
     its way, so a returned tensor may still lack its last chunk until the next :meth:`move` or
     :meth:`close`; the caller reads none of them before :meth:`close` returns.
     """
 
     min_tensor_bytes = 1024 * 1024
-    # Threads that fault destinations in ahead of the copy (0: none, the measured best), and
-    # the bytes of each of their tasks.
-    fault_ahead_threads = 0
-    fault_ahead_bytes = 8 * 1024 * 1024
 
     def __init__(self, slots: List[torch.Tensor], device: torch.device) -> None:
         self.slots = slots
@@ -226,11 +199,6 @@ class _PinnedBounceMover:
         self.events = [torch.cuda.Event() for _ in slots]
         self.next_slot = 0
         self.pending: Optional[Tuple[torch.Tensor, int, int]] = None
-        self.workers: Optional[ThreadPoolExecutor] = None
-        if self.fault_ahead_threads > 0 and _libc_madvise() is not None:
-            self.workers = ThreadPoolExecutor(
-                self.fault_ahead_threads, thread_name_prefix="torchtrt-offload"
-            )
 
     @staticmethod
     def suits(tensor: torch.Tensor) -> bool:
@@ -265,7 +233,6 @@ class _PinnedBounceMover:
         """A CPU copy of ``tensor``; its last chunk may land at the next call or at close."""
         destination = torch.empty(tensor.shape, dtype=tensor.dtype, device="cpu")
         _advise_huge_pages(destination)
-        self._fault_in_ahead(destination)
         source_bytes = tensor.detach().reshape(-1).view(torch.uint8)
         destination_bytes = destination.view(-1).view(torch.uint8)
         chunk = PINNED_BOUNCE_CHUNK_BYTES
@@ -286,17 +253,6 @@ class _PinnedBounceMover:
         self.events[slot].synchronize()
         return destination.requires_grad_(tensor.requires_grad and torch.is_grad_enabled())
 
-    def _fault_in_ahead(self, destination: torch.Tensor) -> None:
-        """Have the workers fault in ``destination`` from its start, a task per few MiB."""
-        if self.workers is None:
-            return
-        address, end = destination.data_ptr(), destination.data_ptr() + destination.nbytes
-        step = self.fault_ahead_bytes
-        while address < end:
-            cut = min(end, (address // step + 1) * step)
-            self.workers.submit(_fault_in, destination, address, cut - address)
-            address = cut
-
     def _copy_pending(self) -> None:
         """Copy the chunk waiting in its page-locked slot into its destination."""
         if self.pending is None:
@@ -308,12 +264,10 @@ class _PinnedBounceMover:
         destination_bytes[offset : offset + size].copy_(self.slots[slot][:size])
 
     def close(self) -> None:
-        """Finish the last copy, stop the workers and hand the page-locked chunks back."""
+        """Finish the last copy and hand the page-locked chunks back to the OS."""
         try:
             self._copy_pending()
         finally:
-            if self.workers is not None:
-                self.workers.shutdown(cancel_futures=True)
             cudart = torch.cuda.cudart()
             for slot in self.slots:
                 cudart.cudaHostUnregister(slot.data_ptr())

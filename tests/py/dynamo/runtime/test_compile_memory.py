@@ -711,59 +711,6 @@ def test_fast_path_is_skipped_when_turned_off(
     assert runtime.ever_locked == []
 
 
-@pytest.mark.parametrize("threads", [4, 0], ids=["four-threads", "off-the-default"])
-def test_fast_path_faults_in_each_destination_ahead_in_order(
-    overlay: ModuleType, monkeypatch: pytest.MonkeyPatch, threads: int
-) -> None:
-    runtime = FakeCudaRuntime()
-    runtime.install(monkeypatch)
-    faulted: List[Tuple[int, int]] = []
-    monkeypatch.setattr(overlay, "_fault_in", lambda t, address, n: faulted.append((address, n)))
-    if threads:
-        monkeypatch.setattr(overlay._PinnedBounceMover, "fault_ahead_threads", threads)
-    sources = [torch.ones(20 * MiB + 5, dtype=torch.uint8), torch.ones(MiB, dtype=torch.uint8)]
-    moved = move_with_fake_runtime(overlay, sources)
-    if threads == 0:
-        assert faulted == []
-        return
-    step = overlay._PinnedBounceMover.fault_ahead_bytes
-    expected = []
-    for tensor in moved:
-        address, end = tensor.data_ptr(), tensor.data_ptr() + tensor.nbytes
-        while address < end:  # from the start, in steps that end on multiples of the step
-            cut = min(end, (address // step + 1) * step)
-            expected.append((address, cut - address))
-            address = cut
-    assert sorted(faulted) == sorted(expected)
-
-
-@pytest.mark.parametrize("populate_works", [True, False], ids=["madvise", "madvise-fails"])
-def test_fault_in_never_writes_the_memory(
-    overlay: ModuleType, monkeypatch: pytest.MonkeyPatch, populate_works: bool
-) -> None:
-    calls: List[Tuple[int, int, int]] = []
-
-    def fake_madvise(address: int, length: int, value: int) -> int:
-        calls.append((address, length, value))
-        return 0 if populate_works else -1
-
-    monkeypatch.setattr(overlay, "_libc_madvise", lambda: fake_madvise)
-    tensor = torch.full((3 * MiB,), 7, dtype=torch.uint8)
-    overlay._fault_in(tensor, tensor.data_ptr() + 1, 2 * MiB)
-    [(address, length, value)] = calls
-    assert value == overlay._MADV_POPULATE_WRITE and address % overlay.mmap.PAGESIZE == 0
-    assert address <= tensor.data_ptr() + 1 and address + length == tensor.data_ptr() + 1 + 2 * MiB
-    assert bool((tensor == 7).all())
-
-
-@pytest.mark.skipif(platform.system() != "Linux", reason="Linux is required")
-def test_fault_in_with_the_real_madvise_keeps_what_was_written(overlay: ModuleType) -> None:
-    tensor = torch.empty(6 * MiB, dtype=torch.uint8)
-    tensor[: 3 * MiB].fill_(9)
-    overlay._fault_in(tensor, tensor.data_ptr(), tensor.nbytes)
-    assert bool((tensor[: 3 * MiB] == 9).all())
-
-
 # --------------------------------------------------------------------------------------------
 # On a GPU: the real combined peak of host RSS + CUDA reserved while offloading
 # --------------------------------------------------------------------------------------------
