@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import FrozenSet, Mapping, Optional
@@ -22,6 +20,7 @@ from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 from patched_wheel import PatchError
+from patched_wheel.files import write_text_atomically
 from patched_wheel.paths import LOCK_FILE
 from patched_wheel.policy import supported_releases_text
 
@@ -126,11 +125,4 @@ def load_lock(path: Path = LOCK_FILE) -> Lock:
 def write_lock(wheels: Mapping[str, str], path: Path = LOCK_FILE) -> None:
     """Write the lock, sorted by file name (a readable diff), through a temporary file."""
     document = {"about": _ABOUT, "wheels": dict(sorted(wheels.items()))}
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-            stream.write(json.dumps(document, indent=2) + "\n")
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+    write_text_atomically(path, json.dumps(document, indent=2) + "\n")

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -19,6 +17,7 @@ from patched_wheel import PatchError
 from patched_wheel.base import read_base, verify_base
 from patched_wheel.choice import BaseChoice
 from patched_wheel.download import BaseRequest, acceptable_tags, pip_download
+from patched_wheel.files import write_atomically
 from patched_wheel.lock import Lock
 from patched_wheel.paths import DEFAULT_CACHE_DIR
 from patched_wheel.wheelfile import Wheel
@@ -36,10 +35,7 @@ def official_name(request: BaseRequest, lock: Lock) -> Optional[str]:
 def _store(path: Path, data: bytes) -> None:
     """Put verified bytes into the cache under their official name (temporary, rename)."""
     try:
-        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".store-")
-        with os.fdopen(descriptor, "wb") as stream:
-            stream.write(data)
-        os.replace(temporary, path)
+        write_atomically(path, data)
     except OSError as error:
         logger.warning("could not keep %s in the cache (%s)", path.name, error)
 
