@@ -211,6 +211,20 @@ def _add_matrix_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--jobs", type=int, default=4, help="parallel downloads")
 
 
+def _add_verify_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("patched_wheel", metavar="PATCHED_WHEEL", type=Path, help="the wheel")
+    command.add_argument(
+        "--base-wheel", type=Path, help="the official wheel file (default: fetch it)"
+    )
+    command.add_argument(
+        "--unlocked",
+        action="store_true",
+        help="compare against an official wheel the lock does not know; its bytes are then "
+        "checked by nothing but its own RECORD",
+    )
+    command.set_defaults(run=_verify)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python tools/patched_wheel",
@@ -239,17 +253,7 @@ def _parser() -> argparse.ArgumentParser:
     verify = commands.add_parser(
         "verify", help="show that a patched wheel is the official one plus the overlay"
     )
-    verify.add_argument("patched_wheel", metavar="PATCHED_WHEEL", type=Path, help="the wheel")
-    verify.add_argument(
-        "--base-wheel", type=Path, help="the official wheel file (default: fetch it)"
-    )
-    verify.add_argument(
-        "--unlocked",
-        action="store_true",
-        help="compare against an official wheel the lock does not know; its bytes are then "
-        "checked by nothing but its own RECORD",
-    )
-    verify.set_defaults(run=_verify)
+    _add_verify_options(verify)
     for command in (build, matrix, lock, verify):
         command.add_argument("--lock", type=Path, default=LOCK_FILE, help="the lock file")
     for command in (build, matrix, verify):

@@ -240,6 +240,28 @@ def _record_problem(data: bytes, filename: str) -> Optional[str]:
     return None
 
 
+def _differences(
+    expected: Mapping[str, bytes], data: bytes, filename: str
+) -> Tuple[List[Difference], Dict[str, bytes]]:
+    """Every way the patched wheel (``data``) is not ``expected``, and its members."""
+    members, duplicates = _members(data, filename)
+    name = parse_wheel_name(filename)
+    record_name = f"{name.written_name}-{name.written_version}.dist-info/RECORD"
+    differences = compare_members(expected, members, record_name=record_name)
+    differences += [Difference("changed", n, "in the zip twice") for n in duplicates]
+    record_problem = _record_problem(data, filename)
+    if record_problem is not None:
+        differences.append(Difference("changed", record_name, record_problem))
+    return differences, members
+
+
+def _read_patched(path: Path) -> bytes:
+    """The patched wheel's bytes, read once (with the same size cap as a base)."""
+    if not path.is_file():
+        raise PatchError(f"{str(path)!r} is not a file; give the patched wheel's path")
+    return read_wheel_file(path, what="the patched wheel")
+
+
 def verify_patched_wheel(
     patched_wheel: Path,
     *,
@@ -265,9 +287,7 @@ def verify_patched_wheel(
     """
     # 1. The patched wheel, read once; the official wheel it names, checked against the lock.
     patched_wheel = Path(patched_wheel)
-    if not patched_wheel.is_file():
-        raise PatchError(f"{str(patched_wheel)!r} is not a file; give the patched wheel's path")
-    data = read_wheel_file(patched_wheel, what="the patched wheel")
+    data = _read_patched(patched_wheel)
     official_name = official_wheel_name(patched_wheel.name)
     official = _official_base(
         official_name, base_wheel, lock=lock, cache_dir=cache_dir, unlocked=unlocked
@@ -275,18 +295,10 @@ def verify_patched_wheel(
 
     # 2. What the patched wheel must hold (the build's plan), and where it does not.
     expected = expected_members(official, overlay)
-    patched_members, duplicates = _members(data, patched_wheel.name)
-    patched_name = parse_wheel_name(patched_wheel.name)
-    dist_info = f"{patched_name.written_name}-{patched_name.written_version}.dist-info"
-    record_name = f"{dist_info}/RECORD"
-    differences = compare_members(expected, patched_members, record_name=record_name)
-    differences += [Difference("changed", name, "in the zip twice") for name in duplicates]
-    record_problem = _record_problem(data, patched_wheel.name)
-    if record_problem is not None:
-        differences.append(Difference("changed", record_name, record_problem))
+    differences, patched_members = _differences(expected, data, patched_wheel.name)
 
     # 3. The summary: files that are the official ones byte for byte, and the diff.
-    unchanged = set(expected) - {TARGET, f"{dist_info}/METADATA"}
+    unchanged = {n for n in expected if n != TARGET and not n.endswith(".dist-info/METADATA")}
     identical = sum(1 for name in unchanged if patched_members.get(name) == expected[name])
     return Verification(
         patched_wheel=patched_wheel.name,
