@@ -40,11 +40,12 @@ from patched_wheel.policy import LOCAL_LABEL, TARGET
 from patched_wheel.resolve import fetch_base
 from patched_wheel.splice import OverlayParts
 from patched_wheel.wheelfile import (
-    MAX_UNPACKED_BYTES,
     Wheel,
+    check_sizes,
     parse_wheel_name,
     read_wheel,
     read_wheel_file,
+    unpack_member,
 )
 
 __all__ = [
@@ -157,17 +158,19 @@ def _official_base(
 
 
 def _members(data: bytes, filename: str) -> Tuple[Dict[str, bytes], List[str]]:
-    """A zip's members by name, and the names it holds more than once (sizes capped first)."""
+    """A zip's members by name, and the names it holds more than once.
+
+    The sizes are checked from the zip's headers first, and each member is unpacked to its
+    header's size at most, as the build reads a base (:func:`~patched_wheel.wheelfile.check_sizes`).
+    """
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             infos = archive.infolist()
-            if sum(info.file_size for info in infos) > MAX_UNPACKED_BYTES:
-                raise PatchError(
-                    f"{filename}: its members unpack to more than "
-                    f"{MAX_UNPACKED_BYTES >> 20} MiB, which no patched wheel does; do not "
-                    "install it"
-                )
-            members = {i.filename: b"" if i.is_dir() else archive.read(i) for i in infos}
+            check_sizes(infos, len(data), filename)
+            members = {
+                i.filename: b"" if i.is_dir() else unpack_member(archive, i, filename)
+                for i in infos
+            }
     except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, NotImplementedError) as error:
         raise PatchError(f"{filename}: not a readable zip file ({error})") from None
     names = [info.filename for info in infos]

@@ -59,10 +59,12 @@ __all__ = [
     "MAX_WHEEL_BYTES",
     "RECORD_SIGNATURES",
     "Wheel",
+    "check_sizes",
     "parse_headers",
     "read_wheel",
     "read_wheel_file",
     "record_hash",
+    "unpack_member",
     "write_wheel",
     "zip_date_time",
 ]
@@ -294,7 +296,7 @@ def _dist_info(infos: Sequence[zipfile.ZipInfo], name: WheelName) -> str:
     return expected
 
 
-def _check_sizes(infos: Sequence[zipfile.ZipInfo], wheel_size: int, filename: str) -> None:
+def check_sizes(infos: Sequence[zipfile.ZipInfo], wheel_size: int, filename: str) -> None:
     """The zip headers' total unpacked size against the caps, before decompressing."""
     total = sum(info.file_size for info in infos)
     cap = min(MAX_UNPACKED_BYTES, MAX_UNPACKED_RATIO * wheel_size)
@@ -307,7 +309,7 @@ def _check_sizes(infos: Sequence[zipfile.ZipInfo], wheel_size: int, filename: st
         )
 
 
-def _decompress(archive: zipfile.ZipFile, info: zipfile.ZipInfo, filename: str) -> bytes:
+def unpack_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, filename: str) -> bytes:
     """A member's bytes, never more than its header's size."""
     try:
         with archive.open(info) as stream:
@@ -377,13 +379,13 @@ def _read_members(
     record_info = next(info for info in files if info.filename == record_name)
     if record_info.file_size > MAX_RECORD_BYTES:
         raise _refuse(filename, f"its RECORD is larger than {MAX_RECORD_BYTES >> 20} MiB")
-    record = _parse_record(_decompress(archive, record_info, filename), filename)
+    record = _parse_record(unpack_member(archive, record_info, filename), filename)
     skipped = frozenset({record_name} | {f"{dist_info}/{s}" for s in RECORD_SIGNATURES})
     _raise_problems(filename, _record_problems(files, record, skipped))
     members: Dict[str, bytes] = {}
     problems = []
     for info in files:
-        data = _decompress(archive, info, filename)
+        data = unpack_member(archive, info, filename)
         if info.filename not in skipped and record_hash(data) != record[info.filename][0]:
             problems.append(f"{info.filename} does not match its RECORD hash")
         members[info.filename] = data
@@ -443,7 +445,7 @@ def read_wheel(data: bytes, filename: str) -> Wheel:
         infos = tuple(archive.infolist())
         _check_entries(infos, filename)
         dist_info = _dist_info(infos, name)
-        _check_sizes(infos, len(data), filename)
+        check_sizes(infos, len(data), filename)
         members = _read_members(archive, infos, dist_info, filename)
     _check_wheel_file(members[f"{dist_info}/WHEEL"], name)
     _check_metadata(members[f"{dist_info}/METADATA"], name)
