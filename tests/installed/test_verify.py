@@ -263,3 +263,16 @@ def test_a_missing_official_wheel_is_refused(patched: Path, tmp_path: Path) -> N
     missing = tmp_path / OFFICIAL
     with pytest.raises(PatchError, match=f"^--base-wheel {re.escape(repr(str(missing)))} is not"):
         verify(patched, base_wheel=missing)
+
+
+def test_a_patched_wheel_that_unpacks_beyond_the_caps_is_refused_before_unpacking(
+    patched: Path, tmp_path: Path
+) -> None:
+    """The same size rules as for a base: 128 MiB of zeros packs into a few hundred KB."""
+
+    def add_zeros(members: Dict[str, bytes]) -> None:
+        members["torch_tensorrt/zeros.bin"] = bytes(128 << 20)
+
+    bomb = rewrite_wheel(patched, tmp_path / PATCHED, add_zeros)
+    with pytest.raises(PatchError, match=r"its members unpack to \d+ bytes, more than \d+ \(16"):
+        verify(bomb)
