@@ -61,16 +61,25 @@ def _build_requirements() -> str:
     return " ".join(f'"{requirement}"' for requirement in requires)
 
 
-def _overlay_constant(name: str) -> int:
-    """An integer constant of the overlay, such as ``16 * 1024 * 1024``, without importing it."""
-    for node in ast.parse(OVERLAY.read_text(encoding="utf-8")).body:
+def _int_constant(path: Path, name: str) -> int:
+    """An integer constant of a module, such as ``16 * 1024 * 1024``, without importing it."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.Assign) and any(
             isinstance(target, ast.Name) and target.id == name for target in node.targets
         ):
-            value = eval(compile(ast.Expression(node.value), str(OVERLAY), "eval"), {})
+            value = eval(compile(ast.Expression(node.value), str(path), "eval"), {})
             if isinstance(value, int):
                 return value
-    raise RuntimeError(f"{OVERLAY}: no integer constant {name}; docsrc/conf.py reads it")
+    raise RuntimeError(f"{path}: no integer constant {name}; docsrc/conf.py reads it")
+
+
+def _overlay_constant(name: str) -> int:
+    return _int_constant(OVERLAY, name)
+
+
+def _wheel_limit(name: str) -> int:
+    """A size limit of the build's wheel reader (``tools/patched_wheel/wheelfile.py``)."""
+    return _int_constant(PATCHED_WHEEL / "wheelfile.py", name)
 
 
 def _mib(size: int) -> str:
@@ -114,6 +123,9 @@ rst_epilog = f"""
 .. |default_step| replace:: {_mib(_overlay_constant("DEFAULT_RELEASE_EVERY_BYTES"))}
 .. |build_requirements| replace:: {_build_requirements()}
 .. |bounce_chunk| replace:: {_mib(_overlay_constant("PINNED_BOUNCE_CHUNK_BYTES"))}
+.. |max_wheel| replace:: {_mib(_wheel_limit("MAX_WHEEL_BYTES"))}
+.. |max_unpacked| replace:: {_mib(_wheel_limit("MAX_UNPACKED_BYTES"))}
+.. |unpacked_ratio| replace:: {_wheel_limit("MAX_UNPACKED_RATIO")}
 """
 
 # -- autodoc: the overlay only ----------------------------------------------------------------
