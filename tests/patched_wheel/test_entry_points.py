@@ -486,16 +486,37 @@ def fake_installed(folder: Path, version: str, tag: str) -> None:
             """))
 
 
+def fresh_venv(folder: Path) -> Path:
+    """A new virtual environment with pip (from ``ensurepip``, offline); its interpreter.
+
+    User site-packages are off in a virtual environment, so an install planted there is the
+    only kind a user of a venv has: the venv's own site-packages.
+    """
+    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, capture_output=True)
+    scripts = "Scripts" if os.name == "nt" else "bin"
+    return folder / scripts / ("python.exe" if os.name == "nt" else "python")
+
+
 @pytest.mark.network
 def test_pip_wheel_builds_the_installed_release_despite_build_isolation(tmp_path: Path) -> None:
-    """pip's isolated build hides the user's packages; the build still finds the installed one."""
+    """pip's isolated build hides the venv's packages; the build still finds the installed one."""
     tag = f"{PY_TAG}-{PY_TAG}-{_running_platform()}"
     fetch("2.13.0", RUNNING_PYTHON, _running_platform())
-    user_base = tmp_path / "user"
-    site = sysconfig.get_path("purelib", f"{os.name}_user", vars={"userbase": str(user_base)})
+    python = fresh_venv(tmp_path / "venv")
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     fake_installed(Path(site), "2.13.0", tag)
-    completed = pip_wheel(
-        tmp_path / "dist", TORCHTRT_BASE_VERSION="installed", PYTHONUSERBASE=str(user_base)
+    completed = subprocess.run(
+        [str(python), "-m", "pip", "wheel", ".", "--no-deps", "-w", str(tmp_path / "dist")],
+        cwd=REPOSITORY,
+        env=dict(os.environ, TORCHTRT_BASE_VERSION="installed"),
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert [p.name for p in (tmp_path / "dist").iterdir()] == [
