@@ -8,6 +8,7 @@ The tests that need the real thing (glibc, a GPU) skip with a reason where it is
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import inspect
 import json
@@ -23,6 +24,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from torch.utils._python_dispatch import TorchDispatchMode
 
 MiB = 1024 * 1024
@@ -709,6 +712,66 @@ def test_fast_path_is_skipped_when_turned_off(
     monkeypatch.setenv(overlay.PINNED_BOUNCE_ENV_VAR, "0")
     assert overlay._PinnedBounceMover.create(torch.device("cuda", 0)) is None
     assert runtime.ever_locked == []
+
+
+@pytest.mark.parametrize("copy_threads", [1, 3], ids=["torch-copy", "three-copy-threads"])
+def test_fast_path_copies_every_byte_with_either_copy(
+    overlay: ModuleType, monkeypatch: pytest.MonkeyPatch, copy_threads: int
+) -> None:
+    runtime = FakeCudaRuntime()
+    runtime.install(monkeypatch)
+    sources = [torch.randint(0, 256, (size,), dtype=torch.uint8) for size in (37 * MiB + 5, MiB)]
+    mover = overlay._PinnedBounceMover.create(
+        torch.device("cuda", 0), chunk_bytes=8 * MiB, copy_threads=copy_threads
+    )
+    moved = [mover.move(source) for source in sources]
+    mover.close()
+    assert all(torch.equal(result, source) for source, result in zip(sources, moved))
+    assert not any(result.requires_grad for result in moved)
+    assert runtime.locked == {}
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])  # the overlay is read-only
+@given(
+    address=st.integers(min_value=0, max_value=1 << 40),
+    nbytes=st.integers(min_value=1, max_value=200 * MiB),
+    pieces=st.integers(min_value=1, max_value=64),
+)
+def test_huge_page_pieces_cover_the_range_and_share_no_huge_page(
+    overlay: ModuleType, address: int, nbytes: int, pieces: int
+) -> None:
+    cut = overlay._huge_page_pieces(address, nbytes, pieces)
+    assert cut[0][0] == 0 and sum(length for _, length in cut) == nbytes
+    assert all(a + n == b for (a, n), (b, _) in zip(cut, cut[1:])), "not contiguous"
+    assert all(n > 0 for _, n in cut)
+    huge = 2 * MiB
+    for start, _ in cut[1:]:
+        assert (address + start) % huge == 0, "a cut inside a huge page"
+    assert len(cut) <= pieces + 1
+
+
+def test_every_mover_is_closed_when_closing_one_fails(
+    overlay: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    closed: List[str] = []
+
+    class RecordingMover:
+        def __init__(self, device: torch.device) -> None:
+            self.device = device
+
+        def close(self) -> None:
+            closed.append(str(self.device))
+            if self.device.index == 1:
+                raise RuntimeError("cudaHostUnregister failed")
+
+    monkeypatch.setattr(overlay._PinnedBounceMover, "create", RecordingMover)
+    devices = [torch.device("cuda", index) for index in range(3)]
+    with pytest.raises(RuntimeError, match="cudaHostUnregister failed"):
+        with contextlib.ExitStack() as closing:
+            movers = overlay._MoversByDevice(closing)
+            for device in devices + devices:  # one mover per device, made once
+                assert movers.for_device(device).device == device
+    assert sorted(closed) == ["cuda:0", "cuda:1", "cuda:2"]
 
 
 # --------------------------------------------------------------------------------------------
