@@ -13,49 +13,45 @@ Ceilings, each on 1 GiB and a fresh destination every time (median of ``--repeat
   ``lock_s_per_GiB`` and ``unlock_s_per_GiB`` give what locking and unlocking cost, for
   huge pages and for 4 KiB pages.
 
-``ceilings_GBps`` names the two that ``run.py --ceilings`` compares each model with:
-``cpu_copy`` (the CPU copy with every core, the ceiling issue 10 names) and ``fault_in``
-(faulting in with every core).
+Variants (``--variants``): ``deallocate_module``'s own steps (the overlay's release schedule
+and mover, the mover subclassed only to time its steps) on 8 GiB models of the ``llm`` and
+``small`` mixes, with another chunk size, copy threads (``torch-copy``: torch's ``copy_``;
+``pool``: the overlay's memmove threads on whole huge pages) or no cache release during the
+move (``-no-release``); ``profile_s`` sums the seconds of each step.
 
-Variants: ``deallocate_module`` on 4 GiB models of several tensor mixes (``run.py``'s), in
-this process: the fast path as it is (``fast``), with ``n`` worker threads faulting the
-destinations in ahead of the copy (``fault-ahead-<n>``, a variant of this script that the
-overlay does not ship: it measured slower), the fast path off (``plain``), and,
-given ``--old-overlay``, an older overlay file (``old``, ``old-<n>MiB`` with other chunks,
-``-4k`` without the huge-page advice, ``-memmove`` with the CPU copy made by memmove
-threads); some run again with transparent huge pages off for the process (``-thp-never``).
-
-``--decompose`` also times the bounce path's CPU copy in 16 MiB chunks into fresh memory,
-alone and beside a DMA that keeps writing host memory, with torch's copy and with memmove
-threads.
+``--decompose`` also times the bounce path's CPU copy in 16 and 32 MiB chunks into fresh
+memory, alone and beside a DMA that keeps writing host memory, with torch's copy and with
+memmove threads.
 
 Usage (on a machine with a GPU)::
 
-    python benchmarks/offload/host_ceilings.py --out offload_ceilings.json
+    python benchmarks/research/host_ceilings.py --decompose --out offload_ceilings.json
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
-import importlib.util
+import gc
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+BENCHMARKS = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(BENCHMARKS))
+sys.path.insert(0, str(BENCHMARKS / "offload"))
 
-import run  # noqa: E402  (run.py beside this file: models, machine info, the overlay)
+import harness  # noqa: E402  (benchmarks/harness.py)
+import run  # noqa: E402  (benchmarks/offload/run.py: the models and the overlay)
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -125,39 +121,45 @@ def memmove_in_threads(
 
 
 def measure_decomposition(repeats: int) -> Dict[str, float]:
-    """The bounce path's CPU copy in 16 MiB chunks: alone, beside a DMA, by memmove threads."""
+    """The bounce path's CPU copy in 16 and 32 MiB chunks: alone, beside a DMA, by memmove threads.
+
+    Each 1 GiB destination is fresh and advised to use huge pages. ``torch`` is one ``copy_``
+    per chunk (torch's threads split it where they will); ``memmove`` is one ``memmove`` per
+    thread on whole huge pages of the destination.
+    """
     cores = os.cpu_count() or 1
     pool = ThreadPoolExecutor(cores)
-    slot = torch.empty(16 * MiB, dtype=torch.uint8, pin_memory=True)
     pinned = torch.empty(256 * MiB, dtype=torch.uint8, pin_memory=True)
     source = torch.randint(0, 255, (256 * MiB,), dtype=torch.uint8, device="cuda")
     stream = torch.cuda.Stream()
+    rates: Dict[str, float] = {}
+    for chunk in (16 * MiB, 32 * MiB):
+        slot = torch.empty(chunk, dtype=torch.uint8, pin_memory=True)
 
-    def chunked(copy: Callable[[torch.Tensor, int], None], dma: bool) -> Callable[[], None]:
-        def action() -> None:
-            target = fresh(GiB)
-            if dma:  # keep the copy engine writing host memory for the whole copy
-                with torch.cuda.stream(stream):
-                    for _ in range(24):
-                        pinned.copy_(source, non_blocking=True)
-            for offset in range(0, GiB, 16 * MiB):
-                copy(target, offset)
-            stream.synchronize()
+        def chunked(copy: Callable[[torch.Tensor, int], None], dma: bool) -> Callable[[], None]:
+            def action() -> None:
+                target = fresh(GiB)
+                if dma:  # keep the copy engine writing host memory for the whole copy
+                    with torch.cuda.stream(stream):
+                        for _ in range(24):
+                            pinned.copy_(source, non_blocking=True)
+                for offset in range(0, GiB, chunk):
+                    copy(target, offset)
+                stream.synchronize()
 
-        return action
+            return action
 
-    def torch_copy(target: torch.Tensor, offset: int) -> None:
-        target[offset : offset + 16 * MiB].copy_(slot)
+        def torch_copy(target: torch.Tensor, offset: int) -> None:
+            target[offset : offset + chunk].copy_(slot)
 
-    def memmove_copy(target: torch.Tensor, offset: int) -> None:
-        memmove_in_threads(target.data_ptr() + offset, slot.data_ptr(), 16 * MiB, pool, cores)
+        def memmove_copy(target: torch.Tensor, offset: int) -> None:
+            memmove_in_threads(target.data_ptr() + offset, slot.data_ptr(), chunk, pool, cores)
 
-    rates = {
-        "cpu_copy_16MiB_chunks": median_GBps(chunked(torch_copy, False), repeats),
-        "cpu_copy_16MiB_chunks_beside_dma": median_GBps(chunked(torch_copy, True), repeats),
-        "memmove_16MiB_chunks": median_GBps(chunked(memmove_copy, False), repeats),
-        "memmove_16MiB_chunks_beside_dma": median_GBps(chunked(memmove_copy, True), repeats),
-    }
+        name = f"{chunk // MiB}MiB_chunks"
+        rates[f"cpu_copy_{name}"] = median_GBps(chunked(torch_copy, False), repeats)
+        rates[f"cpu_copy_{name}_beside_dma"] = median_GBps(chunked(torch_copy, True), repeats)
+        rates[f"memmove_{name}"] = median_GBps(chunked(memmove_copy, False), repeats)
+        rates[f"memmove_{name}_beside_dma"] = median_GBps(chunked(memmove_copy, True), repeats)
     pool.shutdown()
     return rates
 
@@ -233,177 +235,115 @@ def measure_ceilings(repeats: int) -> Dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------
-# Variants of the fast path, on 4 GiB models
+# Variants of the fast path, on 8 GiB models, through the overlay's own parts
 # ------------------------------------------------------------------------------------------
 
-VARIANTS = ["fast", "fault-ahead-8", "fault-ahead-16", "old", "plain"]
-MIXES = ["llm", "small", "fp32-64MiB", "one-large"]
+# name: (chunk bytes, copy threads (None: the overlay's default; 1: torch's copy_), release step)
+VARIANTS: Dict[str, Tuple[int, Optional[int], int]] = {
+    "shipped": (16 * MiB, None, 16 * MiB),
+    "torch-copy-16MiB": (16 * MiB, 1, 16 * MiB),
+    "torch-copy-32MiB": (32 * MiB, 1, 16 * MiB),
+    "pool-32MiB": (32 * MiB, None, 16 * MiB),
+    "pool-24MiB": (24 * MiB, None, 16 * MiB),
+    "pool-8MiB": (8 * MiB, None, 16 * MiB),
+    "shipped-no-release": (16 * MiB, None, 1 << 50),
+    "pool-32MiB-no-release": (32 * MiB, None, 1 << 50),
+}
+MIXES = ["llm", "small"]
 
 
-ADVISE: Dict[int, Any] = {}
+def profiled_mover_class(overlay: ModuleType) -> Any:
+    """The overlay's mover, subclassed to sum the seconds of its steps into ``PROFILE``."""
 
+    class ProfiledMover(overlay._PinnedBounceMover):  # type: ignore[name-defined,misc]
+        def move(self, tensor: torch.Tensor) -> torch.Tensor:
+            began = time.perf_counter()
+            try:
+                return super().move(tensor)  # type: ignore[no-any-return]
+            finally:
+                PROFILE["move"] = PROFILE.get("move", 0.0) + time.perf_counter() - began
 
-def load_old_overlay(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location("torchtrt_old_overlay", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    ADVISE[id(module)] = module._advise_huge_pages
-    COPY_PENDING[id(module)] = module._PinnedBounceMover._copy_pending
-    return module
+        def _copy_pending(self) -> None:
+            began = time.perf_counter()
+            try:
+                super()._copy_pending()
+            finally:
+                PROFILE["cpu_copy"] = PROFILE.get("cpu_copy", 0.0) + time.perf_counter() - began
 
-
-COPY_PENDING: Dict[int, Any] = {}
-POOL = ThreadPoolExecutor(os.cpu_count() or 1)
-
-
-def memmove_copy_pending(self: Any) -> None:
-    """The old fast path's CPU copy, made by memmove threads instead of torch's copy_."""
-    if self.pending is None:
-        return
-    destination_bytes, offset, slot = self.pending
-    self.pending = None
-    self.events[slot].synchronize()
-    size = min(self.slots[slot].numel(), destination_bytes.numel() - offset)
-    address = destination_bytes.data_ptr() + offset
-    memmove_in_threads(address, self.slots[slot].data_ptr(), size, POOL, os.cpu_count() or 1)
-
-
-def variant_move(variant: str, old: Optional[ModuleType]) -> Optional[Callable[[Any], None]]:
-    """The offload of one variant, with the overlay's settings changed for it."""
-    overlay = run.load_overlay()
-    restore_overlay(overlay)
-    os.environ[overlay.PINNED_BOUNCE_ENV_VAR] = "0" if variant == "plain" else "1"
-    if variant.startswith("old"):
-        if old is None:
-            return None
-        parts = variant.split("-")
-        old._PinnedBounceMover._copy_pending = (
-            memmove_copy_pending if "memmove" in parts else COPY_PENDING[id(old)]
-        )
-        sizes = [int(part[:-3]) for part in parts if part.endswith("MiB")]
-        old.PINNED_BOUNCE_CHUNK_BYTES = (sizes[0] if sizes else 16) * MiB
-        old._advise_huge_pages = (lambda t: None) if "4k" in parts else ADVISE[id(old)]
-        return old.deallocate_module  # type: ignore[no-any-return]
-    if variant.startswith("fault-ahead-"):
-        fault_ahead(overlay, int(variant.split("-")[2]))
-    if variant.endswith("profiled"):
-        profile_mover(overlay)
-    return overlay.deallocate_module  # type: ignore[no-any-return]
-
-
-# What the variants replace in the overlay (loaded once per process), as it was at first.
-PATCHED_MOVER_METHODS = ("move", "_copy_pending", "close")
-ORIGINALS: Dict[str, Any] = {}
-
-
-def restore_overlay(overlay: ModuleType) -> None:
-    """Undo what an earlier variant replaced in the overlay (remembering it the first time)."""
-    mover = overlay._PinnedBounceMover
-    if not ORIGINALS:
-        ORIGINALS["_advise_huge_pages"] = overlay._advise_huge_pages
-        ORIGINALS.update({name: getattr(mover, name) for name in PATCHED_MOVER_METHODS})
-    overlay._advise_huge_pages = ORIGINALS["_advise_huge_pages"]
-    for name in PATCHED_MOVER_METHODS:
-        setattr(mover, name, ORIGINALS[name])
-
-
-FAULT_AHEAD_BYTES = 8 * MiB
-
-
-def fault_ahead(overlay: ModuleType, threads: int) -> None:
-    """The fast path with ``threads`` workers faulting each destination in ahead of its copy.
-
-    A variant measured against the shipped fast path (which has no workers): every new
-    destination, once advised to use huge pages, is handed to the workers in tasks of
-    FAULT_AHEAD_BYTES that fault its pages in with ``madvise(MADV_POPULATE_WRITE)`` (which
-    never writes the bytes a copy may have written already); ``close`` cancels what is left.
-    """
-    pool = ThreadPoolExecutor(threads, thread_name_prefix="fault-ahead")
-    advise, close = overlay._advise_huge_pages, overlay._PinnedBounceMover.close
-
-    def advise_and_fault_in(destination: torch.Tensor) -> None:
-        advise(destination)
-        address, end = destination.data_ptr(), destination.data_ptr() + destination.nbytes
-        while address < end:
-            cut = min(end, (address // FAULT_AHEAD_BYTES + 1) * FAULT_AHEAD_BYTES)
-            first = address // 4096 * 4096
-            # ``destination`` rides along so that its memory outlives the task.
-            pool.submit(
-                lambda t, a, n: libc.madvise(a, n, MADV_POPULATE_WRITE),
-                destination,
-                first,
-                cut - first,
-            )
-            address = cut
-
-    def close_and_cancel(self: Any) -> None:
-        try:
-            close(self)
-        finally:
-            pool.shutdown(cancel_futures=True)
-
-    overlay._advise_huge_pages = advise_and_fault_in
-    overlay._PinnedBounceMover.close = close_and_cancel
+    return ProfiledMover
 
 
 PROFILE: Dict[str, float] = {}
 
 
-def profile_mover(overlay: ModuleType) -> None:
-    """Sum the seconds spent in the fast path's steps into PROFILE (the lock: thread-seconds)."""
-    mover = overlay._PinnedBounceMover
-    for name in PATCHED_MOVER_METHODS:
-        original = getattr(mover, name)
+def offload(overlay: ModuleType, module: Any, variant: Tuple[int, Optional[int], int]) -> None:
+    """``deallocate_module``'s steps, with the variant's chunk, copy threads and release step."""
+    chunk_bytes, threads, step = variant
+    mover_class = profiled_mover_class(overlay)
+    schedule = overlay._ReleaseSchedule(step)
+    movers: Dict[Any, Any] = {}
+    with contextlib.ExitStack() as closing:
 
-        def timed(*args: Any, _original: Any = original, _name: str = name) -> Any:
+        def move(tensor: torch.Tensor) -> torch.Tensor:
+            if not tensor.is_cuda:
+                return tensor.to("cpu")
             began = time.perf_counter()
-            try:
-                return _original(*args)
-            finally:
-                PROFILE[_name] = PROFILE.get(_name, 0.0) + time.perf_counter() - began
+            schedule.before_move(tensor)
+            PROFILE["release"] = PROFILE.get("release", 0.0) + time.perf_counter() - began
+            if not overlay._PinnedBounceMover.can_move(tensor):
+                return tensor.to("cpu")
+            if tensor.device not in movers:
+                movers[tensor.device] = mover_class.create(tensor.device, chunk_bytes, threads)
+                closing.callback(movers[tensor.device].close)
+            return movers[tensor.device].move(tensor)  # type: ignore[no-any-return]
 
-        setattr(mover, name, timed)
+        module._apply(move)
+    gc.collect()
+    torch.cuda.empty_cache()
 
 
-def time_variant(move: Callable[[Any], None], mix: str, repeats: int) -> Dict[str, Any]:
+def time_variant(name: str, mix: str, repeats: int, size_gib: int) -> Dict[str, Any]:
+    overlay = run.load_overlay()
     seconds = []
+    profiles = []
     for _ in range(repeats):
-        module = run.build_model(4, mix)
-        sample = {name: t.cpu() for name, t in list(module.state_dict().items())[-3:]}
+        module = run.build_model(size_gib, mix)
+        sample = {key: t.cpu() for key, t in list(module.state_dict().items())[-3:]}
         nbytes = sum(t.nbytes for t in module.state_dict().values())
+        tensors = len(module.state_dict())
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
+        PROFILE.clear()
         began = time.perf_counter()
-        move(module)
+        offload(overlay, module, VARIANTS[name])
         torch.cuda.synchronize()
         seconds.append(time.perf_counter() - began)
+        profiles.append(dict(PROFILE))
         state = module.state_dict()
-        assert all(torch.equal(state[name], value) for name, value in sample.items())
+        assert all(torch.equal(state[key], value) for key, value in sample.items())
         assert not any(t.is_pinned() or t.is_cuda for t in state.values())
         del module, state
-    return {"mix": mix, "GBps": nbytes / statistics.median(seconds) / 1e9, "seconds": seconds}
+    return {
+        "variant": name,
+        "mix": mix,
+        "size_gib": size_gib,
+        "tensors": tensors,
+        "GBps": nbytes / statistics.median(seconds) / 1e9,
+        "seconds": seconds,
+        "profile_s": profiles,
+    }
 
 
 def measure_variants(args: argparse.Namespace) -> List[Dict[str, Any]]:
-    old = load_old_overlay(args.old_overlay) if args.old_overlay else None
     results = []
-    for variant in args.variants:
-        move = variant_move(variant, old)
-        if move is None:
-            continue
+    for name in args.variants:
         for mix in args.mixes:
-            repeats = 1 if variant == "plain" else args.repeats
-            if variant == "plain" and mix != "llm":
-                continue
-            result = time_variant(move, mix, repeats)
-            result["variant"] = variant + ("-thp-never" if args.thp_never else "")
-            if PROFILE:
-                result["profile_s"] = dict(PROFILE)
-                print({k: round(v, 3) for k, v in PROFILE.items()}, flush=True)
-                PROFILE.clear()
+            result = time_variant(name, mix, args.repeats, args.variant_gib)
             results.append(result)
-            print(f"{result['variant']:>28} {mix:>11}: {result['GBps']:6.2f} GB/s", flush=True)
+            print(
+                f"{name:>24} {mix:>6}: {result['GBps']:6.2f} GB/s {result['profile_s'][-1]}",
+                flush=True,
+            )
     return results
 
 
@@ -411,54 +351,27 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("offload_ceilings.json"))
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--variants", nargs="*", default=VARIANTS)
+    parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--mixes", nargs="*", default=MIXES)
-    parser.add_argument("--old-overlay", type=Path, help="an older overlay file to compare")
-    parser.add_argument(
-        "--thp-variants",
-        nargs="*",
-        default=["fast", "fault-ahead-16", "plain"],
-        help="variants to run again with transparent huge pages off",
-    )
-    parser.add_argument("--no-ceilings", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--thp-never", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--variant-gib", type=int, default=8)
+    parser.add_argument("--no-ceilings", action="store_true", help="skip the ceilings")
     parser.add_argument(
         "--decompose", action="store_true", help="also time the chunked CPU copy's parts"
     )
     args = parser.parse_args()
-    if args.thp_never:  # the child process of the run with huge pages off
-        run.disable_huge_pages_for_this_process()
-        print(json.dumps(measure_variants(args)))
-        return 0
+    record = harness.provenance()
     run.warm_host_memory(16)
-    document: Dict[str, Any] = {
-        "benchmark": "offload_ceilings",
-        "command": " ".join(["python", *sys.argv]),
-        "machine": {**run.machine_info(), "torch_threads": torch.get_num_threads()},
-    }
+    document: Dict[str, Any] = {"torch_threads": torch.get_num_threads()}
     if args.decompose:
         document["decomposition_GBps"] = measure_decomposition(args.repeats)
         print(json.dumps(document["decomposition_GBps"], indent=1), flush=True)
+        harness.save_result(args.out, "offload_ceilings", document, record)
     if not args.no_ceilings:
         document.update(measure_ceilings(args.repeats))
         print(json.dumps(document["GBps"], indent=1), json.dumps(document["lock"], indent=1))
+        harness.save_result(args.out, "offload_ceilings", document, record)
     document["variants"] = measure_variants(args)
-    child = [sys.executable, __file__, "--thp-never", "--repeats", "1", "--mixes", "llm", "small"]
-    child += ["--variants", *args.thp_variants]
-    child += ["--old-overlay", str(args.old_overlay)] if args.old_overlay else []
-    done = subprocess.run(child, capture_output=True, text=True)
-    if done.returncode == 0:
-        document["variants"] += json.loads(done.stdout.strip().splitlines()[-1])
-    else:
-        print(done.stderr[-3000:], file=sys.stderr)
-    temporary = args.out.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(document, indent=2) + "\n")
-    os.replace(temporary, args.out)
-    print()
-    for name, value in document.get("GBps", {}).items():
-        print(f"{name:>24} {value:7.2f} GB/s")
-    for result in document["variants"]:
-        print(f"{result['variant']:>28} {result['mix']:>11} {result['GBps']:7.2f} GB/s")
+    harness.save_result(args.out, "offload_ceilings", document, record)
     return 0
 
 
