@@ -15,9 +15,13 @@ Ceilings, each on 1 GiB and a fresh destination every time (median of ``--repeat
 
 Variants (``--variants``): ``deallocate_module``'s own steps (the overlay's release schedule
 and mover, the mover subclassed only to time its steps) on 8 GiB models of the ``llm`` and
-``small`` mixes, with another chunk size, copy threads (``torch-copy``: torch's ``copy_``;
-``pool``: the overlay's memmove threads on whole huge pages) or no cache release during the
-move (``-no-release``); ``profile_s`` sums the seconds of each step.
+``small`` mixes (``--variant-gib``), with another chunk size, no cache release during the
+move (``-no-release``) or a release before every tensor (``-step-0``); ``profile_s`` sums the
+seconds of each step (mover creation, cache releases, the mover's ``move`` and its CPU copy
+inside it, ``tensor.to`` of the tensors the fast path leaves, ``_apply`` in all, closing,
+``gc.collect`` and the final release). (Device call (a) of issue 19 also measured memmove
+threads on whole huge pages of the destination, ``pool-*``, against torch's ``copy_``: slower,
+so the overlay no longer has them.)
 
 ``--decompose`` also times the bounce path's CPU copy in 16 and 32 MiB chunks into fresh
 memory, alone and beside a DMA that keeps writing host memory, with torch's copy and with
@@ -238,16 +242,14 @@ def measure_ceilings(repeats: int) -> Dict[str, Any]:
 # Variants of the fast path, on 8 GiB models, through the overlay's own parts
 # ------------------------------------------------------------------------------------------
 
-# name: (chunk bytes, copy threads (None: the overlay's default; 1: torch's copy_), release step)
-VARIANTS: Dict[str, Tuple[int, Optional[int], int]] = {
-    "shipped": (16 * MiB, None, 16 * MiB),
-    "torch-copy-16MiB": (16 * MiB, 1, 16 * MiB),
-    "torch-copy-32MiB": (32 * MiB, 1, 16 * MiB),
-    "pool-32MiB": (32 * MiB, None, 16 * MiB),
-    "pool-24MiB": (24 * MiB, None, 16 * MiB),
-    "pool-8MiB": (8 * MiB, None, 16 * MiB),
-    "shipped-no-release": (16 * MiB, None, 1 << 50),
-    "pool-32MiB-no-release": (32 * MiB, None, 1 << 50),
+# name: (chunk bytes, release step)
+VARIANTS: Dict[str, Tuple[int, int]] = {
+    "chunk-16MiB": (16 * MiB, 16 * MiB),
+    "chunk-24MiB": (24 * MiB, 16 * MiB),
+    "chunk-32MiB": (32 * MiB, 16 * MiB),
+    "chunk-48MiB": (48 * MiB, 16 * MiB),
+    "chunk-16MiB-no-release": (16 * MiB, 1 << 50),
+    "chunk-32MiB-step-0": (32 * MiB, 0),
 }
 MIXES = ["llm", "small"]
 
@@ -276,9 +278,23 @@ def profiled_mover_class(overlay: ModuleType) -> Any:
 PROFILE: Dict[str, float] = {}
 
 
-def offload(overlay: ModuleType, module: Any, variant: Tuple[int, Optional[int], int]) -> None:
-    """``deallocate_module``'s steps, with the variant's chunk, copy threads and release step."""
-    chunk_bytes, threads, step = variant
+def timed(step: str) -> Any:
+    """A context that adds its seconds to ``PROFILE[step]``."""
+
+    @contextlib.contextmanager
+    def context() -> Any:
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            PROFILE[step] = PROFILE.get(step, 0.0) + time.perf_counter() - began
+
+    return context()
+
+
+def offload(overlay: ModuleType, module: Any, variant: Tuple[int, int]) -> None:
+    """``deallocate_module``'s steps, with the variant's chunk size and release step, timed."""
+    chunk_bytes, step = variant
     mover_class = profiled_mover_class(overlay)
     schedule = overlay._ReleaseSchedule(step)
     movers: Dict[Any, Any] = {}
@@ -286,20 +302,27 @@ def offload(overlay: ModuleType, module: Any, variant: Tuple[int, Optional[int],
 
         def move(tensor: torch.Tensor) -> torch.Tensor:
             if not tensor.is_cuda:
-                return tensor.to("cpu")
-            began = time.perf_counter()
-            schedule.before_move(tensor)
-            PROFILE["release"] = PROFILE.get("release", 0.0) + time.perf_counter() - began
+                with timed("tensor_to"):
+                    return tensor.to("cpu")
+            with timed("release"):
+                schedule.before_move(tensor)
             if not overlay._PinnedBounceMover.can_move(tensor):
-                return tensor.to("cpu")
+                with timed("tensor_to"):
+                    return tensor.to("cpu")
             if tensor.device not in movers:
-                movers[tensor.device] = mover_class.create(tensor.device, chunk_bytes, threads)
+                with timed("create"):
+                    movers[tensor.device] = mover_class.create(tensor.device, chunk_bytes)
                 closing.callback(movers[tensor.device].close)
             return movers[tensor.device].move(tensor)  # type: ignore[no-any-return]
 
-        module._apply(move)
-    gc.collect()
-    torch.cuda.empty_cache()
+        with timed("apply"):
+            module._apply(move)
+        began = time.perf_counter()
+    PROFILE["close"] = time.perf_counter() - began
+    with timed("gc_collect"):
+        gc.collect()
+    with timed("final_release"):
+        torch.cuda.empty_cache()
 
 
 def time_variant(name: str, mix: str, repeats: int, size_gib: int) -> Dict[str, Any]:
@@ -354,6 +377,7 @@ def main() -> int:
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--mixes", nargs="*", default=MIXES)
     parser.add_argument("--variant-gib", type=int, default=8)
+    parser.add_argument("--no-variants", action="store_true", help="skip the variants")
     parser.add_argument("--no-ceilings", action="store_true", help="skip the ceilings")
     parser.add_argument(
         "--decompose", action="store_true", help="also time the chunked CPU copy's parts"
@@ -370,7 +394,7 @@ def main() -> int:
         document.update(measure_ceilings(args.repeats))
         print(json.dumps(document["GBps"], indent=1), json.dumps(document["lock"], indent=1))
         harness.save_result(args.out, "offload_ceilings", document, record)
-    document["variants"] = measure_variants(args)
+    document["variants"] = [] if args.no_variants else measure_variants(args)
     harness.save_result(args.out, "offload_ceilings", document, record)
     return 0
 

@@ -15,7 +15,6 @@ without TensorRT, and its tests run on machines with no GPU.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import ctypes
 import functools
@@ -198,32 +197,16 @@ def _libc_madvise() -> Optional[Callable[[int, int, int], int]]:
     return madvise
 
 
-def _huge_page_pieces(address: int, nbytes: int, pieces: int) -> List[Tuple[int, int]]:
-    """``(offset, length)`` pieces of ``[address, address + nbytes)``, cut on 2 MiB boundaries.
-
-    About ``pieces`` pieces of whole huge pages each (the first and last may be partial), so
-    that no two threads copying them fault in the same huge page: the second would wait for
-    the first to zero it.
-    """
-    pages = -(-(address + nbytes) // _HUGE_PAGE_BYTES) - address // _HUGE_PAGE_BYTES
-    share = -(-pages // max(1, pieces)) * _HUGE_PAGE_BYTES
-    cuts = [0]
-    while cuts[-1] < nbytes:
-        boundary = ((address + cuts[-1]) // share + 1) * share - address
-        cuts.append(min(nbytes, boundary))
-    return list(zip(cuts[:-1], [b - a for a, b in zip(cuts[:-1], cuts[1:])]))
-
-
 class _PinnedBounceMover:
     """Moves CUDA tensors into new host memory through two reused page-locked chunks.
 
     A plain ``tensor.to("cpu")`` copies into fresh pageable memory, which the kernel faults in
     page by page while the copy waits. Here the GPU copies each piece of the tensor by DMA into
-    one of two page-locked chunks, and while it fills the other chunk, threads copy the first
-    into the destination, which is advised to use huge pages; each thread takes whole huge
-    pages of the destination. The chunks are page-locked with ``cudaHostRegister`` on memory of
-    our own rather than taken from PyTorch's pinned-memory cache, so that :meth:`close` hands
-    them back to the OS entirely.
+    one of two page-locked chunks, and while it fills the other chunk, PyTorch's multi-threaded
+    CPU copy moves the first into the destination, which is advised to use huge pages. The
+    chunks are page-locked with ``cudaHostRegister`` on memory of our own rather than taken
+    from PyTorch's pinned-memory cache, so that :meth:`close` hands them back to the OS
+    entirely.
 
     The last piece of a tensor is copied on the CPU while the next tensor's first piece is on
     its way, so a returned tensor may still lack its last piece until the next :meth:`move` or
@@ -232,7 +215,7 @@ class _PinnedBounceMover:
 
     min_tensor_bytes = 1024 * 1024
 
-    def __init__(self, chunks: List[torch.Tensor], device: torch.device, copy_threads: int) -> None:
+    def __init__(self, chunks: List[torch.Tensor], device: torch.device) -> None:
         self.chunks = chunks
         self.chunk_bytes = chunks[0].numel()
         self.device = device
@@ -240,12 +223,6 @@ class _PinnedBounceMover:
         self.events = [torch.cuda.Event() for _ in chunks]
         self.next_chunk = 0
         self.pending: Optional[Tuple[torch.Tensor, int, int, int]] = None
-        self.copy_threads = copy_threads
-        self.pool = (
-            concurrent.futures.ThreadPoolExecutor(copy_threads, "torchtrt-offload")
-            if copy_threads > 1
-            else None
-        )
 
     @staticmethod
     def can_move(tensor: torch.Tensor) -> bool:
@@ -260,16 +237,9 @@ class _PinnedBounceMover:
 
     @classmethod
     def create(
-        cls,
-        device: torch.device,
-        chunk_bytes: int = PINNED_BOUNCE_CHUNK_BYTES,
-        copy_threads: Optional[int] = None,
+        cls, device: torch.device, chunk_bytes: int = PINNED_BOUNCE_CHUNK_BYTES
     ) -> Optional[_PinnedBounceMover]:
-        """A mover for one CUDA device's tensors; ``None`` if page-locking fails or is off.
-
-        ``copy_threads`` copy each chunk into its destination (default: torch's intra-op
-        thread count); with 1 or fewer, torch's own ``copy_`` does.
-        """
+        """A mover for one CUDA device's tensors; ``None`` if page-locking fails or is off."""
         if not _env_flag_enabled(PINNED_BOUNCE_ENV_VAR):
             return None
         cudart = torch.cuda.cudart()
@@ -283,8 +253,7 @@ class _PinnedBounceMover:
                     cudart.cudaHostUnregister(registered.data_ptr())
                 return None
             chunks.append(chunk)
-        threads = torch.get_num_threads() if copy_threads is None else copy_threads
-        return cls(chunks, device, threads)
+        return cls(chunks, device)
 
     def move(self, tensor: torch.Tensor) -> torch.Tensor:
         """A CPU copy of ``tensor``; its last piece may land at the next call or at close.
@@ -321,25 +290,13 @@ class _PinnedBounceMover:
         destination_bytes, offset, size, chunk = self.pending
         self.pending = None
         self.events[chunk].synchronize()
-        if self.pool is None:
-            destination_bytes[offset : offset + size].copy_(self.chunks[chunk][:size])
-            return
-        target = destination_bytes.data_ptr() + offset
-        source = self.chunks[chunk].data_ptr()
-        copies = [
-            self.pool.submit(ctypes.memmove, target + start, source + start, length)
-            for start, length in _huge_page_pieces(target, size, self.copy_threads)
-        ]
-        for copy in copies:
-            copy.result()
+        destination_bytes[offset : offset + size].copy_(self.chunks[chunk][:size])
 
     def close(self) -> None:
         """Finish the last copy and hand the page-locked chunks back to the OS."""
         try:
             self._copy_pending()
         finally:
-            if self.pool is not None:
-                self.pool.shutdown()
             cudart = torch.cuda.cudart()
             for chunk in self.chunks:
                 cudart.cudaHostUnregister(chunk.data_ptr())

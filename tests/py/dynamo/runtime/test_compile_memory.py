@@ -24,8 +24,6 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from torch.utils._python_dispatch import TorchDispatchMode
 
 MiB = 1024 * 1024
@@ -714,40 +712,19 @@ def test_fast_path_is_skipped_when_turned_off(
     assert runtime.ever_locked == []
 
 
-@pytest.mark.parametrize("copy_threads", [1, 3], ids=["torch-copy", "three-copy-threads"])
-def test_fast_path_copies_every_byte_with_either_copy(
-    overlay: ModuleType, monkeypatch: pytest.MonkeyPatch, copy_threads: int
+def test_fast_path_copies_every_byte_with_another_chunk_size(
+    overlay: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     runtime = FakeCudaRuntime()
     runtime.install(monkeypatch)
     sources = [torch.randint(0, 256, (size,), dtype=torch.uint8) for size in (37 * MiB + 5, MiB)]
-    mover = overlay._PinnedBounceMover.create(
-        torch.device("cuda", 0), chunk_bytes=8 * MiB, copy_threads=copy_threads
-    )
+    mover = overlay._PinnedBounceMover.create(torch.device("cuda", 0), chunk_bytes=8 * MiB)
     moved = [mover.move(source) for source in sources]
     mover.close()
     assert all(torch.equal(result, source) for source, result in zip(sources, moved))
     assert not any(result.requires_grad for result in moved)
     assert runtime.locked == {}
-
-
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])  # the overlay is read-only
-@given(
-    address=st.integers(min_value=0, max_value=1 << 40),
-    nbytes=st.integers(min_value=1, max_value=200 * MiB),
-    pieces=st.integers(min_value=1, max_value=64),
-)
-def test_huge_page_pieces_cover_the_range_and_share_no_huge_page(
-    overlay: ModuleType, address: int, nbytes: int, pieces: int
-) -> None:
-    cut = overlay._huge_page_pieces(address, nbytes, pieces)
-    assert cut[0][0] == 0 and sum(length for _, length in cut) == nbytes
-    assert all(a + n == b for (a, n), (b, _) in zip(cut, cut[1:])), "not contiguous"
-    assert all(n > 0 for _, n in cut)
-    huge = 2 * MiB
-    for start, _ in cut[1:]:
-        assert (address + start) % huge == 0, "a cut inside a huge page"
-    assert len(cut) <= pieces + 1
+    assert [length for _, length in runtime.ever_locked] == [8 * MiB, 8 * MiB]
 
 
 def test_every_mover_is_closed_when_closing_one_fails(
