@@ -1,9 +1,12 @@
 """Show that a patched wheel is the official wheel plus this repository's overlay, and no more.
 
 A user who installs a patched wheel from someone else's index cannot read a wheel's worth of
-files to trust it. :func:`verify_patched_wheel` takes the official wheel the patched one names
-(from pip, or given), checks it against the lock of official sha256, and compares the two
-wheels file by file:
+files to trust it. :func:`verify_patched_wheel` reads the wheel's provenance record, which
+names the official wheel (file name and sha256) and the overlay (sha256 and revision), checks
+it against the wheel's name, the lock and the registry of overlays
+(:mod:`patched_wheel.origin`), takes that official wheel (from pip, or given), finds that
+overlay in this repository's history (or is given it), plans the same wheel again with them,
+and compares the two wheels file by file:
 
 * every file of the official wheel is in the patched one, byte for byte, under the renamed
   ``.dist-info`` directory;
@@ -11,6 +14,7 @@ wheels file by file:
   official file (the splice is run again here);
 * ``METADATA`` differs only in its ``Version`` header, ``RECORD`` lists every file with its
   sha256, and RECORD's signatures are gone (they cannot survive a new RECORD);
+* the provenance record is the one the build writes for that base, overlay and revision;
 * nothing else is added.
 
 The result lists every other difference (added, missing, changed) and carries the unified diff
@@ -29,14 +33,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from packaging.version import InvalidVersion, Version
 from patched_wheel import PatchError
 from patched_wheel.base import read_base
 from patched_wheel.download import BaseRequest
+from patched_wheel.labels import OverlayReleases, load_overlay_releases
 from patched_wheel.lock import Lock
-from patched_wheel.paths import DEFAULT_CACHE_DIR
-from patched_wheel.plan import plan_patch
-from patched_wheel.policy import LOCAL_LABEL, TARGET
+from patched_wheel.origin import (
+    check_base_sha256,
+    check_record,
+    official_name_of,
+    read_patched_record,
+    recorded_origin,
+    recorded_overlay,
+)
+from patched_wheel.paths import DEFAULT_CACHE_DIR, REPOSITORY
+from patched_wheel.plan import PatchPlan, plan_patch
+from patched_wheel.policy import TARGET
 from patched_wheel.resolve import fetch_base
 from patched_wheel.splice import OverlayParts
 from patched_wheel.wheelfile import (
@@ -90,30 +102,17 @@ class Verification:
         return not self.differences
 
 
-def official_wheel_name(patched_name: str, label: str = LOCAL_LABEL) -> str:
+def official_wheel_name(patched_name: str) -> str:
     """The file name of the official wheel a patched wheel was built from.
 
-    ``torch_tensorrt-2.14.0+memfix1-cp311-...whl`` gives ``torch_tensorrt-2.14.0-cp311-...whl``
-    and ``2.9.0+cu130.memfix1`` gives ``2.9.0+cu130``.
+    ``torch_tensorrt-2.14.0+memfix1.2-cp311-...whl`` gives ``torch_tensorrt-2.14.0-cp311-...whl``
+    and ``2.9.0+cu130.memfix1.2`` gives ``2.9.0+cu130``; every label the fork has used is
+    understood (:func:`patched_wheel.labels.split_label`).
 
     Raises:
-        PatchError: If the name is not a wheel's, or its version does not end in the label.
+        PatchError: If the name is not a wheel's, or its version carries no label of the fork.
     """
-    name = parse_wheel_name(patched_name)
-    version = name.written_version
-    try:
-        local = (Version(version).local or "").split(".")
-    except InvalidVersion:
-        local = []
-    if local[-1:] != [label]:
-        raise PatchError(
-            f"{patched_name}: its version {version!r} does not end in the label +{label}, so "
-            "this repository's overlay did not make it (or another revision did: verify it "
-            "with the revision whose label it carries)"
-        )
-    public = Version(version).public
-    base_version = public + ("+" + ".".join(local[:-1]) if local[:-1] else "")
-    return f"{name.written_name}-{base_version}-{name.written_tags}.whl"
+    return official_name_of(patched_name)
 
 
 def _request_for(official_name: str) -> BaseRequest:
@@ -177,18 +176,9 @@ def _members(data: bytes, filename: str) -> Tuple[Dict[str, bytes], List[str]]:
     return members, sorted(name for name, count in Counter(names).items() if count > 1)
 
 
-def expected_members(base: Wheel, overlay: OverlayParts) -> Dict[str, bytes]:
+def expected_members(plan: PatchPlan) -> Dict[str, bytes]:
     """What the patched wheel must hold, RECORD aside: the build's own plan of the base."""
-    plan = plan_patch(base, overlay)
-    expected: Dict[str, bytes] = {}
-    for info in base.infos:
-        if info.filename in plan.dropped:
-            continue
-        name = plan.renamed(base, info.filename)
-        data = b"" if info.is_dir() else base.read(info.filename)
-        expected[name] = plan.new_members.get(name, data)
-    expected.pop(f"{plan.dist_info}/RECORD", None)
-    return expected
+    return plan.contents()
 
 
 def _sha256(data: bytes) -> str:
@@ -270,34 +260,46 @@ def verify_patched_wheel(
     *,
     base_wheel: Optional[Path] = None,
     lock: Lock,
-    overlay: OverlayParts,
+    overlay: Optional[OverlayParts] = None,
     cache_dir: Path = DEFAULT_CACHE_DIR,
     unlocked: bool = False,
+    repository: Path = REPOSITORY,
+    releases: Optional[OverlayReleases] = None,
 ) -> Verification:
-    """Compare a patched wheel with its official wheel plus the overlay.
+    """Compare a patched wheel with the official wheel plus the overlay its record names.
 
     Args:
         patched_wheel: The wheel to check. It is read once and never written.
         base_wheel: The official wheel; ``None`` fetches it (from the cache or with pip).
         lock: The lock of the official wheels' sha256.
-        overlay: The parsed overlay whose splice ``utils.py`` must be.
+        overlay: The parsed overlay, which must be the one the record names; ``None`` finds
+            it in ``repository`` (working tree, the recorded revision, then git history).
         unlocked: Compare against an official wheel the lock does not know.
+        repository: The clone of this repository to search for the overlay.
+        releases: The registry of released overlays; ``None`` reads the repository's.
 
     Raises:
-        PatchError: If the patched wheel cannot be read, or the official wheel cannot be had
-            or is not the official file. Differences between the wheels are not raised: they
-            are in the result.
+        PatchError: If the patched wheel cannot be read, its record is missing or disagrees
+            with the wheel, the lock or the registry, or the base or overlay it names cannot
+            be had. Differences between the wheels are not raised: they are in the result.
     """
-    # 1. The patched wheel, read once; the official wheel it names, checked against the lock.
+    # 1. The patched wheel, read once; its record, checked; the base and overlay it names.
     patched_wheel = Path(patched_wheel)
     data = _read_patched(patched_wheel)
-    official_name = official_wheel_name(patched_wheel.name)
+    official_wheel_name(patched_wheel.name)  # a wheel of this fork at all, before unpacking
+    record = read_patched_record(_members(data, patched_wheel.name)[0], patched_wheel.name)
+    releases = releases or load_overlay_releases()
+    official_name = check_record(record, patched_wheel.name, lock=lock, releases=releases)
     official = _official_base(
         official_name, base_wheel, lock=lock, cache_dir=cache_dir, unlocked=unlocked
     )
+    check_base_sha256(record, official.sha256)
+    plan = plan_patch(
+        official, recorded_overlay(record, overlay, repository), origin=recorded_origin(record)
+    )
 
     # 2. What the patched wheel must hold (the build's plan), and where it does not.
-    expected = expected_members(official, overlay)
+    expected = expected_members(plan)
     differences, patched_members = _differences(expected, data, patched_wheel.name)
 
     # 3. The summary: files that are the official ones byte for byte, and the diff.
