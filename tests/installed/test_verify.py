@@ -160,6 +160,7 @@ def test_the_command_lists_the_differences_and_exits_1(
     assert f"--- official/{TARGET}" in captured.out
     assert "verified" not in captured.out
     assert captured.err == (
+        "overlay: the working tree's py/torch_tensorrt/dynamo/utils.py\n"
         f"error: {PATCHED} differs from the official wheel plus this repository's overlay in 1 "
         "file (listed above); do not install it\n"
     )

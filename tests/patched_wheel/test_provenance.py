@@ -75,6 +75,17 @@ def test_the_overlay_is_registered() -> None:
     assert LABEL == release_label(number)
 
 
+def test_the_docs_name_the_current_label() -> None:
+    """Every patched version the README and the docs' pages show carries the label the build
+    gives the overlay now (a new overlay number makes this fail until they follow)."""
+    pages = [REPOSITORY / "README.md", *sorted((REPOSITORY / "docsrc").rglob("*.rst"))]
+    for page in pages:
+        for version, label in re.findall(
+            rf"\b(\d+\.\d+\.\d+)\+({LABEL_NAME}[\w.]*\w)", page.read_text(encoding="utf-8")
+        ):
+            assert label == LABEL, f"{page.relative_to(REPOSITORY)}: {version}+{label}"
+
+
 def test_newer_overlays_sort_above_older_ones_for_pip() -> None:
     newest_first = [
         f"2.14.0+{LABEL_NAME}.10",

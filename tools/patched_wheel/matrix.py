@@ -117,8 +117,7 @@ def build_matrix(
     found = [(r, n) for r in requests for n in [indexed_name(r, digests)] if n is not None]
     entries: List[MatrixEntry] = []
     fetched = _fetch(found, lock, cache_dir, jobs)
-    overlay = overlay or read_overlay()
-    origin = build_origin(overlay)  # one label, revision and tool for every wheel
+    origin = build_origin(overlay := overlay or read_overlay())  # one for every wheel
     for number, (request, name, path, error) in enumerate(fetched, start=1):
         start = time.perf_counter()
         patched = None

@@ -255,6 +255,42 @@ def _read_patched(path: Path) -> bytes:
     return read_wheel_file(path, what="the patched wheel")
 
 
+@dataclass(frozen=True)
+class _Sources:
+    """Where the base and the overlay a record names are taken from."""
+
+    base_wheel: Optional[Path]
+    overlay: Optional[OverlayParts]
+    cache_dir: Path
+    unlocked: bool
+    repository: Path
+
+
+def _recorded_plan(
+    filename: str,
+    data: bytes,
+    sources: _Sources,
+    lock: Lock,
+    releases: Optional[OverlayReleases],
+) -> PatchPlan:
+    """The build's plan of the base and overlay that the wheel's record names, each checked:
+    the record against the wheel's name, lock and registry, the base and overlay by sha256."""
+    official_wheel_name(filename)  # a wheel of this fork at all, before unpacking it
+    record = read_patched_record(_members(data, filename)[0], filename)
+    releases = releases or load_overlay_releases()
+    official_name = check_record(record, filename, lock=lock, releases=releases)
+    official = _official_base(
+        official_name,
+        sources.base_wheel,
+        lock=lock,
+        cache_dir=sources.cache_dir,
+        unlocked=sources.unlocked,
+    )
+    check_base_sha256(record, official.sha256)
+    overlay = recorded_overlay(record, sources.overlay, sources.repository)
+    return plan_patch(official, overlay, origin=recorded_origin(record))
+
+
 def verify_patched_wheel(
     patched_wheel: Path,
     *,
@@ -268,48 +304,35 @@ def verify_patched_wheel(
 ) -> Verification:
     """Compare a patched wheel with the official wheel plus the overlay its record names.
 
-    Args:
-        patched_wheel: The wheel to check. It is read once and never written.
-        base_wheel: The official wheel; ``None`` fetches it (from the cache or with pip).
-        lock: The lock of the official wheels' sha256.
-        overlay: The parsed overlay, which must be the one the record names; ``None`` finds
-            it in ``repository`` (working tree, the recorded revision, then git history).
-        unlocked: Compare against an official wheel the lock does not know.
-        repository: The clone of this repository to search for the overlay.
-        releases: The registry of released overlays; ``None`` reads the repository's.
+    ``base_wheel`` and ``overlay`` are given, or fetched (pip, cache) and found (in
+    ``repository``'s working tree or git history); each must be the one the record names.
+    ``unlocked`` accepts a base the lock does not know; ``releases`` is the registry of
+    overlays (``None``: the repository's).
 
     Raises:
-        PatchError: If the patched wheel cannot be read, its record is missing or disagrees
-            with the wheel, the lock or the registry, or the base or overlay it names cannot
-            be had. Differences between the wheels are not raised: they are in the result.
+        PatchError: If the wheel cannot be read, its record is missing or disagrees with it,
+            the lock or the registry, or the base or overlay cannot be had. Differences
+            between the wheels are in the result.
     """
-    # 1. The patched wheel, read once; its record, checked; the base and overlay it names.
+    # 1. The patched wheel, read once; the plan of the base and overlay its record names.
     patched_wheel = Path(patched_wheel)
     data = _read_patched(patched_wheel)
-    official_wheel_name(patched_wheel.name)  # a wheel of this fork at all, before unpacking
-    record = read_patched_record(_members(data, patched_wheel.name)[0], patched_wheel.name)
-    releases = releases or load_overlay_releases()
-    official_name = check_record(record, patched_wheel.name, lock=lock, releases=releases)
-    official = _official_base(
-        official_name, base_wheel, lock=lock, cache_dir=cache_dir, unlocked=unlocked
-    )
-    check_base_sha256(record, official.sha256)
-    plan = plan_patch(
-        official, recorded_overlay(record, overlay, repository), origin=recorded_origin(record)
-    )
+    sources = _Sources(base_wheel, overlay, cache_dir, unlocked, repository)
+    plan = _recorded_plan(patched_wheel.name, data, sources, lock, releases)
+    official = plan.base
 
     # 2. What the patched wheel must hold (the build's plan), and where it does not.
     expected = expected_members(plan)
     differences, patched_members = _differences(expected, data, patched_wheel.name)
 
     # 3. The summary: files that are the official ones byte for byte, and the diff.
-    unchanged = {n for n in expected if n != TARGET and not n.endswith(".dist-info/METADATA")}
+    unchanged = {member.name for member in plan.members() if member.data is None}
     identical = sum(1 for name in unchanged if patched_members.get(name) == expected[name])
     return Verification(
         patched_wheel=patched_wheel.name,
-        official_wheel=official_name,
+        official_wheel=official.filename,
         official_sha256=official.sha256,
-        in_lock=official_name in lock.wheels,
+        in_lock=official.filename in lock.wheels,
         identical=identical,
         utils_diff=_utils_diff(official, patched_members),
         differences=tuple(differences),
