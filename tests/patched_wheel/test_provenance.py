@@ -26,6 +26,7 @@ from patched_wheel import PatchError
 from patched_wheel.__main__ import main
 from patched_wheel.base import read_base
 from patched_wheel.build import build_origin, build_patched_wheel
+from patched_wheel.installed import _release
 from patched_wheel.labels import (
     LEGACY_LABEL,
     REGISTER_COMMAND,
@@ -127,6 +128,18 @@ def test_one_function_maps_a_patched_version_to_its_base(
     version: str, expected: tuple[str, Optional[str]]
 ) -> None:
     assert split_label(version) == expected
+
+
+@pytest.mark.parametrize(
+    "version",
+    [
+        pytest.param(f"2.12.1+{LEGACY_LABEL}", id="legacy"),
+        pytest.param(f"2.12.1+{LABEL_NAME}.2", id="released"),
+        pytest.param(f"2.12.1+{LABEL_NAME}.3.dev.g0123456789", id="development"),
+    ],
+)
+def test_an_installed_patched_wheel_stands_for_its_base_release(version: str) -> None:
+    assert _release(version, unlocked=False) == "2.12.1"
 
 
 def test_registering_gives_the_next_number_once(tmp_path: Path) -> None:

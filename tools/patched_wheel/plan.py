@@ -103,33 +103,31 @@ class PatchPlan:
 
         An added member is made from METADATA's entry (same folder, same kind of file).
         """
-        kept = [info for info in self.base.infos if info.filename not in self.dropped]
-        planned = [
-            PlannedMember(
-                self.renamed(i.filename), i, self.new_members.get(self.renamed(i.filename))
-            )
-            for i in kept
-        ]
+        planned = []
+        for info in self.base.infos:
+            if info.filename not in self.dropped:
+                name = self.renamed(info.filename)
+                planned.append(PlannedMember(name, info, self.new_members.get(name)))
+        metadata = f"{self.base.dist_info}/METADATA"
+        template = next(info for info in self.base.infos if info.filename == metadata)
         names = {member.name for member in planned}
-        template = self.base.infos[
-            [i.filename for i in self.base.infos].index(f"{self.base.dist_info}/METADATA")
-        ]
-        added = [
-            PlannedMember(n, template, d) for n, d in self.new_members.items() if n not in names
-        ]
-        return tuple(planned + added)
+        for name, data in self.new_members.items():
+            if name not in names:
+                planned.append(PlannedMember(name, template, data))
+        return tuple(planned)
 
     def contents(self) -> Dict[str, bytes]:
         """Every member's bytes by name (directories as ``b""``), RECORD aside."""
-        return {
-            member.name: (
-                member.data
-                if member.data is not None
-                else b"" if member.info.is_dir() else self.base.read(member.info.filename)
-            )
-            for member in self.members()
-            if member.name != self.record_name
-        }
+        contents: Dict[str, bytes] = {}
+        for member in self.members():
+            if member.data is not None:
+                contents[member.name] = member.data
+            elif member.info.is_dir():
+                contents[member.name] = b""
+            else:
+                contents[member.name] = self.base.read(member.info.filename)
+        contents.pop(self.record_name, None)
+        return contents
 
 
 def patched_version(base_version: str, label: str) -> str:
