@@ -28,9 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "tools"))
 
 from patched_wheel import PatchError  # noqa: E402
 from patched_wheel.__main__ import configure_logging  # noqa: E402
-from patched_wheel.build import build_patched_wheel, patched_version  # noqa: E402
+from patched_wheel.build import build_patched_wheel, current_label, patched_version  # noqa: E402
 from patched_wheel.choice import choice_from_environment  # noqa: E402
 from patched_wheel.lock import load_lock  # noqa: E402
+from patched_wheel.overlay import read_overlay  # noqa: E402
 from patched_wheel.resolve import resolve_base  # noqa: E402
 from patched_wheel.wheelfile import parse_wheel_name  # noqa: E402
 
@@ -38,9 +39,10 @@ from patched_wheel.wheelfile import parse_wheel_name  # noqa: E402
 def _version() -> str:
     """The patched wheel's version, known before anything is downloaded."""
     choice = choice_from_environment(os.environ)
+    label = current_label(read_overlay())
     if choice.wheel is not None:
-        return patched_version(parse_wheel_name(choice.wheel.name).written_version)
-    return patched_version(choice.request.release)
+        return patched_version(parse_wheel_name(choice.wheel.name).written_version, label)
+    return patched_version(choice.request.release, label)
 
 
 class bdist_patched_wheel(bdist_wheel):  # type: ignore[misc]

@@ -54,6 +54,16 @@ def _supported_releases() -> list[str]:
     )
 
 
+def _overlay_label() -> str:
+    """The label the build gives the overlay as it is (its number in the registry of released
+    overlays), from the build tool itself: the rule is written once, in ``labels.py``."""
+    sys.path.insert(0, str(REPOSITORY / "tools"))
+    from patched_wheel.build import current_label
+    from patched_wheel.overlay import read_overlay
+
+    return current_label(read_overlay(OVERLAY))
+
+
 def _build_requirements() -> str:
     """The ``[build-system] requires`` of ``pyproject.toml``, as an offline build needs them."""
     with open(REPOSITORY / "pyproject.toml", "rb") as handle:
@@ -88,7 +98,7 @@ def _mib(size: int) -> str:
 
 SUPPORTED_RELEASES = _supported_releases()
 DEFAULT_RELEASE = SUPPORTED_RELEASES[-1]
-LOCAL_LABEL = _constant("LOCAL_LABEL")
+LOCAL_LABEL = _overlay_label()
 
 project = "torch_tensorrt compile-memory fork"
 author = "the fork's authors"

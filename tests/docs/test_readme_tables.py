@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import Any, Dict
 
 import pytest
+from wheel_helpers import LABEL
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 GENERATOR = REPOSITORY / "benchmarks" / "readme_tables.py"
@@ -128,9 +129,8 @@ def test_readme_names_the_build_tools_releases_and_label() -> None:
     releases = re.findall(
         r'"([^"]+)"', _tool_constant(r"^SUPPORTED_RELEASES(?:: [^=]+)? = \(([^)]*)\)")
     )
-    label = _tool_constant(r'^LOCAL_LABEL = "([^"]+)"$')
     text = README.read_text(encoding="utf-8")
-    assert set(re.findall(rf"\b(\d+\.\d+\.\d+)\+{label}\b", text)) == {releases[-1]}
+    assert set(re.findall(rf"\b(\d+\.\d+\.\d+)\+{re.escape(LABEL)}\b", text)) == {releases[-1]}
     named = set(re.findall(r"\b\d+\.\d+\.\d+\b", _outside_tables(text)))
     assert named <= {releases[0], releases[-1]}, f"README.md names releases {sorted(named)}"
     assert f"({releases[0]} to {releases[-1]})" in text

@@ -20,8 +20,9 @@ from patched_wheel.download import BaseRequest
 from patched_wheel.index import IndexedWheel, index_pages, write_simple_index
 from patched_wheel.paths import DEFAULT_CACHE_DIR
 from uv import find_uv_bin
+from wheel_helpers import LABEL
 
-PATCHED_X86 = "torch_tensorrt-2.14.0+memfix1-cp311-cp311-manylinux_2_28_x86_64.whl"
+PATCHED_X86 = f"torch_tensorrt-2.14.0+{LABEL}-cp311-cp311-manylinux_2_28_x86_64.whl"
 
 # uv's names of the platforms of the matrix.
 UV_PLATFORMS = {
@@ -112,7 +113,7 @@ def uv_install(
 def test_pages_list_the_normalized_project_and_its_wheels() -> None:
     wheels = [
         IndexedWheel(PATCHED_X86, "ab" * 32, ">=3.10"),
-        IndexedWheel("Torch_TensorRT-2.12.0+memfix1-cp311-cp311-win_amd64.whl", "cd" * 32, None),
+        IndexedWheel(f"Torch_TensorRT-2.12.0+{LABEL}-cp311-cp311-win_amd64.whl", "cd" * 32, None),
         IndexedWheel("other-1.0-py3-none-any.whl", "ef" * 32, '<4,>=3.9 ; "&"'),
     ]
     pages = index_pages(wheels)
@@ -123,12 +124,12 @@ def test_pages_list_the_normalized_project_and_its_wheels() -> None:
     ]
     assert links(pages["torch-tensorrt/index.html"]) == [
         (
-            "../../Torch_TensorRT-2.12.0%2Bmemfix1-cp311-cp311-win_amd64.whl#sha256=" + "cd" * 32,
+            f"../../Torch_TensorRT-2.12.0%2B{LABEL}-cp311-cp311-win_amd64.whl#sha256=" + "cd" * 32,
             None,
-            "Torch_TensorRT-2.12.0+memfix1-cp311-cp311-win_amd64.whl",
+            f"Torch_TensorRT-2.12.0+{LABEL}-cp311-cp311-win_amd64.whl",
         ),
         (
-            "../../torch_tensorrt-2.14.0%2Bmemfix1-cp311-cp311-manylinux_2_28_x86_64.whl"
+            f"../../torch_tensorrt-2.14.0%2B{LABEL}-cp311-cp311-manylinux_2_28_x86_64.whl"
             "#sha256=" + "ab" * 32,
             ">=3.10",
             PATCHED_X86,
@@ -200,7 +201,7 @@ def test_pip_downloads_the_wheel_of_each_platform(
 ) -> None:
     assert request_.platform is not None and request_.python is not None
     completed = pip_download(
-        index_dir, tmp_path, "torch_tensorrt==2.14.0+memfix1", request_.platform, request_.python
+        index_dir, tmp_path, f"torch_tensorrt==2.14.0+{LABEL}", request_.platform, request_.python
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert [p.name for p in tmp_path.iterdir()] == [index_wheels[request_].name]
@@ -212,7 +213,7 @@ def test_pip_downloads_the_wheel_of_each_platform(
         pytest.param("torch_tensorrt", PATCHED_X86, id="newest"),
         pytest.param(
             "torch_tensorrt==2.12.0",
-            "torch_tensorrt-2.12.0+memfix1-cp311-cp311-manylinux_2_28_x86_64.whl",
+            f"torch_tensorrt-2.12.0+{LABEL}-cp311-cp311-manylinux_2_28_x86_64.whl",
             id="release-matches-the-labelled-version",
         ),
     ],
@@ -246,7 +247,7 @@ def test_pip_and_uv_refuse_a_wheel_whose_digest_differs(
     assert "DO NOT MATCH THE HASHES" in by_pip.stderr
     by_uv = uv_install(tmp_path / "simple", tmp_path / "uv", *arguments, dry_run=False)
     assert by_uv.returncode != 0
-    assert "Hash mismatch for `torch-tensorrt==2.14.0+memfix1`" in by_uv.stderr
+    assert f"Hash mismatch for `torch-tensorrt==2.14.0+{LABEL}`" in by_uv.stderr
 
 
 @pytest.mark.parametrize("request_", NEWEST)
@@ -258,7 +259,7 @@ def test_uv_resolves_the_patched_wheel_on_each_platform(
         index_dir, tmp_path, "torch_tensorrt", request_.platform, request_.python
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    assert " + torch-tensorrt==2.14.0+memfix1\n" in completed.stderr
+    assert f" + torch-tensorrt==2.14.0+{LABEL}\n" in completed.stderr
     assert not list(tmp_path.rglob("torch_tensorrt*")), "a dry run installs nothing"
 
 
@@ -272,13 +273,13 @@ def test_uv_installs_the_wheel_checking_its_digest(index_dir: Path, tmp_path: Pa
     completed = uv_install(
         index_dir,
         tmp_path,
-        "torch_tensorrt==2.14.0+memfix1",
+        f"torch_tensorrt==2.14.0+{LABEL}",
         "manylinux_2_28_x86_64",
         "3.11",
         dry_run=False,
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    assert (tmp_path / "torch_tensorrt-2.14.0+memfix1.dist-info" / "METADATA").is_file()
+    assert (tmp_path / f"torch_tensorrt-2.14.0+{LABEL}.dist-info" / "METADATA").is_file()
     assert (tmp_path / "torch_tensorrt" / "dynamo" / "utils.py").read_text().count(
         "def trim_host_heap("
     ) == 1
@@ -291,7 +292,7 @@ def test_uv_installs_the_wheel_checking_its_digest(index_dir: Path, tmp_path: Pa
 def official_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An index of the official 2.14.0 wheel (cp311, x86_64): PyPI, as far as these tests go."""
     folder = tmp_path_factory.mktemp("official-index")
-    official = DEFAULT_CACHE_DIR / PATCHED_X86.replace("+memfix1", "")
+    official = DEFAULT_CACHE_DIR / PATCHED_X86.replace(f"+{LABEL}", "")
     (folder / official.name).symlink_to(official)
     return write_simple_index(folder)
 
@@ -308,7 +309,7 @@ def test_pip_prefers_the_patched_wheel_of_a_release_over_the_official_one(
     official_only = pip_download(official_index, tmp_path / "official", *arguments)
     assert official_only.returncode == 0, official_only.stdout + official_only.stderr
     assert [p.name for p in (tmp_path / "official").iterdir()] == [
-        PATCHED_X86.replace("+memfix1", "")
+        PATCHED_X86.replace(f"+{LABEL}", "")
     ]
 
 
@@ -320,4 +321,4 @@ def test_uv_takes_the_release_from_the_extra_index(
         extra=("--extra-index-url", index_dir.as_uri()),
     )  # fmt: skip
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    assert " + torch-tensorrt==2.14.0+memfix1\n" in completed.stderr
+    assert f" + torch-tensorrt==2.14.0+{LABEL}\n" in completed.stderr

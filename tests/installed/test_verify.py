@@ -16,18 +16,20 @@ from patched_wheel.download import BaseRequest
 from patched_wheel.lock import Lock, load_lock
 from patched_wheel.overlay import read_overlay
 from patched_wheel.paths import DEFAULT_CACHE_DIR
+from patched_wheel.policy import LABEL_NAME
 from patched_wheel.verify import (
     Difference,
     Verification,
     official_wheel_name,
     verify_patched_wheel,
 )
+from wheel_helpers import LABEL
 
 TARGET = "torch_tensorrt/dynamo/utils.py"
 RELEASE = "2.14.0"
-DIST_INFO = f"torch_tensorrt-{RELEASE}+memfix1.dist-info"
+DIST_INFO = f"torch_tensorrt-{RELEASE}+{LABEL}.dist-info"
 OFFICIAL = "torch_tensorrt-2.14.0-cp311-cp311-manylinux_2_28_x86_64.whl"
-PATCHED = "torch_tensorrt-2.14.0+memfix1-cp311-cp311-manylinux_2_28_x86_64.whl"
+PATCHED = f"torch_tensorrt-2.14.0+{LABEL}-cp311-cp311-manylinux_2_28_x86_64.whl"
 
 
 @pytest.fixture(autouse=True)
@@ -158,6 +160,7 @@ def test_the_command_lists_the_differences_and_exits_1(
     assert f"--- official/{TARGET}" in captured.out
     assert "verified" not in captured.out
     assert captured.err == (
+        "overlay: the working tree's py/torch_tensorrt/dynamo/utils.py\n"
         f"error: {PATCHED} differs from the official wheel plus this repository's overlay in 1 "
         "file (listed above); do not install it\n"
     )
@@ -220,7 +223,7 @@ def test_an_official_wheel_the_lock_lacks_needs_the_opt_in(
 
 def test_an_official_wheel_is_not_a_patched_one(official: Path, tmp_path: Path) -> None:
     copy = shutil.copy(official, tmp_path / OFFICIAL)
-    with pytest.raises(PatchError, match=r"does not end in the label \+memfix1"):
+    with pytest.raises(PatchError, match=r"carries no label of this fork"):
         verify(Path(copy))
 
 
@@ -229,9 +232,19 @@ def test_an_official_wheel_is_not_a_patched_one(official: Path, tmp_path: Path) 
     [
         pytest.param(PATCHED, OFFICIAL, id="release"),
         pytest.param(
-            "torch_tensorrt-2.9.0+cu130.memfix1-cp312-cp312-win_amd64.whl",
+            f"torch_tensorrt-2.9.0+cu130.{LABEL_NAME}.12-cp312-cp312-win_amd64.whl",
             "torch_tensorrt-2.9.0+cu130-cp312-cp312-win_amd64.whl",
             id="cuda-variant",
+        ),
+        pytest.param(
+            f"torch_tensorrt-2.14.0+{LABEL_NAME}-cp312-cp312-win_amd64.whl",
+            "torch_tensorrt-2.14.0-cp312-cp312-win_amd64.whl",
+            id="before-numbered-labels",
+        ),
+        pytest.param(
+            f"torch_tensorrt-2.14.0+{LABEL_NAME}.3.dev.g0123456789-cp312-cp312-win_amd64.whl",
+            "torch_tensorrt-2.14.0-cp312-cp312-win_amd64.whl",
+            id="development",
         ),
     ],
 )
@@ -243,11 +256,14 @@ def test_the_official_wheel_name(patched_name: str, official_name: str) -> None:
     "name",
     [
         pytest.param("torch_tensorrt-2.14.0+memfix2-cp311-cp311-win_amd64.whl", id="other-label"),
+        pytest.param(
+            f"torch_tensorrt-2.14.0+{LABEL_NAME}.x-cp311-cp311-win_amd64.whl", id="bad-number"
+        ),
         pytest.param("torch_tensorrt-2.14.0-cp311-cp311-win_amd64.whl", id="no-label"),
     ],
 )
 def test_a_wheel_without_the_label_is_refused(name: str) -> None:
-    with pytest.raises(PatchError, match=r"does not end in the label \+memfix1"):
+    with pytest.raises(PatchError, match=r"carries no label of this fork"):
         official_wheel_name(name)
 
 

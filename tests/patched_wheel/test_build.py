@@ -24,6 +24,7 @@ from patched_wheel.paths import DEFAULT_OVERLAY as OVERLAY
 from patched_wheel.policy import SUPPORTED_RELEASES
 from patched_wheel.splice import parse_overlay, top_level_definitions
 from wheel_helpers import (
+    LABEL,
     TARGET,
     TEST_PLATFORM,
     TEST_PYTHON,
@@ -58,9 +59,9 @@ def test_names_version_and_metadata(
     release: str, base_wheels: Dict[str, Path], patched_wheels: Dict[str, Path]
 ) -> None:
     patched = patched_wheels[release]
-    assert patched.name == base_wheels[release].name.replace(release, f"{release}+memfix1", 1)
+    assert patched.name == base_wheels[release].name.replace(release, f"{release}+{LABEL}", 1)
     before, after = members(base_wheels[release]), members(patched)
-    old, new = f"torch_tensorrt-{release}.dist-info", f"torch_tensorrt-{release}+memfix1.dist-info"
+    old, new = f"torch_tensorrt-{release}.dist-info", f"torch_tensorrt-{release}+{LABEL}.dist-info"
     metadata_diff = [
         line
         for line in difflib.ndiff(
@@ -69,7 +70,7 @@ def test_names_version_and_metadata(
         )
         if line[:1] in "+-"
     ]
-    assert metadata_diff == [f"- Version: {release}", f"+ Version: {release}+memfix1"]
+    assert metadata_diff == [f"- Version: {release}", f"+ Version: {release}+{LABEL}"]
     assert after[f"{new}/WHEEL"] == before[f"{old}/WHEEL"]
 
 
@@ -77,14 +78,15 @@ def test_names_version_and_metadata(
 def test_every_other_file_is_byte_identical(
     release: str, base_wheels: Dict[str, Path], patched_wheels: Dict[str, Path]
 ) -> None:
-    old, new = f"torch_tensorrt-{release}.dist-info", f"torch_tensorrt-{release}+memfix1.dist-info"
+    old, new = f"torch_tensorrt-{release}.dist-info", f"torch_tensorrt-{release}+{LABEL}.dist-info"
     before = {
         name.replace(old, new, 1): data for name, data in members(base_wheels[release]).items()
     }
     after = members(patched_wheels[release])
     changed = {TARGET, f"{new}/METADATA", f"{new}/RECORD"}
-    assert set(before) == set(after)
-    assert {name for name in after if after[name] != before[name]} == changed
+    added = {f"{new}/sboms/patched_wheel.cdx.json"}  # the provenance record
+    assert set(before) == set(after) - added
+    assert {name for name in before if after[name] != before[name]} == changed
 
 
 @releases
@@ -239,7 +241,7 @@ def test_pip_installs_the_patched_wheel(patched_wheels: Dict[str, Path], tmp_pat
         check=True,
     )
     assert (target / TARGET).read_bytes() == members(patched)[TARGET]
-    assert (target / "torch_tensorrt-2.14.0+memfix1.dist-info" / "METADATA").is_file()
+    assert (target / f"torch_tensorrt-2.14.0+{LABEL}.dist-info" / "METADATA").is_file()
     shutil.rmtree(target)
 
 
@@ -254,6 +256,7 @@ def test_windows_wheel_keeps_its_crlf_newlines(tmp_path: Path) -> None:
 def test_the_core_never_imports_the_network() -> None:
     """Reading, planning and writing a wheel import neither pip's runner nor an HTTP client."""
     core = ["base", "build", "plan", "wheelfile", "lock", "splice", "callsites", "overlay"]
+    core += ["labels", "provenance", "provenance_record", "origin", "history"]
     network = ["patched_wheel.download", "patched_wheel.resolve", "urllib.request"]
     imports = "; ".join(f"import patched_wheel.{name}" for name in core)
     check = f"import sys; {imports}; print([m for m in {network!r} if m in sys.modules])"

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import textwrap
 import time
 import zipfile
@@ -32,9 +33,10 @@ from patched_wheel.matrix import (
 )
 from patched_wheel.paths import DOCS_MATRIX, README, REPOSITORY
 from patched_wheel.policy import SUPPORTED_RELEASES
+from patched_wheel.provenance import REVISION_FILE, source_revision
 from patched_wheel.refresh import refresh_lock
 from patched_wheel.wheelfile import parse_headers
-from wheel_helpers import TEST_PLATFORM, fetch, sha256
+from wheel_helpers import LABEL, TEST_PLATFORM, fetch, sha256
 
 PY_TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"
 RUNNING_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -64,7 +66,7 @@ def test_pip_wheel_builds_the_default_base(tmp_path: Path) -> None:
     completed = pip_wheel(tmp_path)
     assert completed.returncode == 0, completed.stdout + completed.stderr
     (wheel,) = tmp_path.glob("*.whl")
-    assert wheel.name.startswith(f"torch_tensorrt-{SUPPORTED_RELEASES[-1]}+memfix1-{PY_TAG}-")
+    assert wheel.name.startswith(f"torch_tensorrt-{SUPPORTED_RELEASES[-1]}+{LABEL}-{PY_TAG}-")
 
 
 @pytest.mark.network
@@ -95,12 +97,18 @@ def test_python_m_build_through_the_sdist_equals_pip_wheel(
     assert completed.returncode == 0, completed.stdout + completed.stderr
     (sdist,) = (tmp_path / "build").glob("*.tar.gz")
     (wheel,) = (tmp_path / "build").glob("*.whl")
-    assert wheel.name == base.name.replace("2.13.0", "2.13.0+memfix1")
+    assert wheel.name == base.name.replace("2.13.0", f"2.13.0+{LABEL}")
     options = ("--no-build-isolation", "--no-index")
     piped = pip_wheel(tmp_path / "pip", *options, TORCHTRT_BASE_WHEEL=str(base))
     assert piped.returncode == 0, piped.stdout + piped.stderr
     assert sha256(wheel) == sha256(tmp_path / "pip" / wheel.name)
-    assert sdist.name.startswith("torch_tensorrt-2.13.0+memfix1")
+    assert sdist.name.startswith(f"torch_tensorrt-2.13.0+{LABEL}")
+    # The sdist carries the revision (it has no .git), so both wheels' records name it.
+    with tarfile.open(sdist) as archive:
+        member = archive.extractfile(f"{sdist.name[: -len('.tar.gz')]}/{REVISION_FILE}")
+        assert member is not None
+        assert json.loads(member.read()) == source_revision().as_dict()
+    assert not (REPOSITORY / REVISION_FILE).exists()  # written for the sdist only
 
 
 @pytest.mark.network
@@ -109,7 +117,7 @@ def test_python_m_build_through_the_sdist_equals_pip_wheel(
     [
         pytest.param(
             {"TORCHTRT_BASE_VERSION": "2.12.1", "TORCHTRT_BASE_PYTHON": "3.11"},
-            "torch_tensorrt-2.12.1+memfix1-cp311-cp311-",
+            f"torch_tensorrt-2.12.1+{LABEL}-cp311-cp311-",
             id="version-and-python",
         ),
         pytest.param(
@@ -118,12 +126,12 @@ def test_python_m_build_through_the_sdist_equals_pip_wheel(
                 "TORCHTRT_BASE_PLATFORM": "manylinux_2_28_aarch64",
                 "TORCHTRT_BASE_PYTHON": "3.12",
             },
-            "torch_tensorrt-2.11.0+memfix1-cp312-cp312-manylinux_2_28_aarch64.whl",
+            f"torch_tensorrt-2.11.0+{LABEL}-cp312-cp312-manylinux_2_28_aarch64.whl",
             id="version-platform-python",
         ),
         pytest.param(
             {"TORCHTRT_BASE_PLATFORM": "win_amd64", "TORCHTRT_BASE_PYTHON": "3.11"},
-            f"torch_tensorrt-{SUPPORTED_RELEASES[-1]}+memfix1-cp311-cp311-win_amd64.whl",
+            f"torch_tensorrt-{SUPPORTED_RELEASES[-1]}+{LABEL}-cp311-cp311-win_amd64.whl",
             id="platform-only-windows",
         ),
     ],
@@ -153,7 +161,7 @@ def test_base_wheel_variable(
     monkeypatch.setenv("TORCHTRT_BASE_WHEEL", str(base))
     assert main(["build", "--out", str(tmp_path)]) == 0
     assert capsys.readouterr().out.strip() == str(
-        tmp_path / base.name.replace("2.13.0", "2.13.0+memfix1")
+        tmp_path / base.name.replace("2.13.0", f"2.13.0+{LABEL}")
     )
 
 
@@ -332,7 +340,7 @@ def test_matrix_command(
     argv = ["matrix", "--release", "2.13.0", "--platform", TEST_PLATFORM]
     assert main(argv + ["--python", "3.11", "--python", "3.9", "--out", str(tmp_path)]) == 0
     captured = capsys.readouterr()
-    name = "torch_tensorrt-2.13.0+memfix1-cp311-cp311-manylinux_2_28_x86_64.whl"
+    name = f"torch_tensorrt-2.13.0+{LABEL}-cp311-cp311-manylinux_2_28_x86_64.whl"
     assert re.search(rf"^\[  1/1\] {re.escape(name)} \(\d+\.\d\d s\)$", captured.err, re.M)
     assert re.search(r"^2\.13\.0 +1 +0 +\d+\.\d$", captured.out, re.M)
     document = json.loads((tmp_path / "supported_matrix.json").read_text())
@@ -343,7 +351,7 @@ def test_matrix_command(
                 {
                     "platform": "manylinux_2_28_x86_64",
                     "python": "3.11",
-                    "base_wheel": name.replace("+memfix1", ""),
+                    "base_wheel": name.replace(f"+{LABEL}", ""),
                     "patched_wheel": name,
                 }
             ],
@@ -366,7 +374,7 @@ def test_update_docs_rewrites_only_the_marked_table(tmp_path: Path) -> None:
         "| 2.14.0 | 3.10 | 3.12 |\n"
         f"{END_MARKER}\nafter\n"
     )
-    assert json.loads((tmp_path / "m.json").read_text())["local_label"] == "memfix1"
+    assert json.loads((tmp_path / "m.json").read_text())["local_label"] == LABEL
 
 
 def test_update_docs_never_writes_a_partial_table(tmp_path: Path) -> None:
@@ -424,7 +432,7 @@ def test_cli_runs_as_a_script_folder() -> None:
         text=True,
         check=True,
     )
-    assert "{build,matrix,lock,index,verify}" in completed.stdout
+    assert "{build,matrix,lock,index,verify,provenance,register-overlay}" in completed.stdout
 
 
 # --- Interruption --------------------------------------------------------------------------
@@ -520,7 +528,7 @@ def test_pip_wheel_builds_the_installed_release_despite_build_isolation(tmp_path
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert [p.name for p in (tmp_path / "dist").iterdir()] == [
-        f"torch_tensorrt-2.13.0+memfix1-{tag}.whl"
+        f"torch_tensorrt-2.13.0+{LABEL}-{tag}.whl"
     ]
 
 
@@ -537,7 +545,7 @@ def test_installed_release_is_the_base(
     assert main(argv) == 0
     monkeypatch.setenv("TORCHTRT_BASE_VERSION", "installed")
     assert main(["build", "--out", str(tmp_path / "b"), "--cache", str(cache)]) == 0
-    name = "torch_tensorrt-2.13.0+memfix1-cp311-cp311-manylinux_2_28_x86_64.whl"
+    name = f"torch_tensorrt-2.13.0+{LABEL}-cp311-cp311-manylinux_2_28_x86_64.whl"
     assert capsys.readouterr().out.split() == [
         str(tmp_path / "a" / name),
         str(tmp_path / "b" / name),
@@ -547,7 +555,7 @@ def test_installed_release_is_the_base(
 def test_installed_patched_wheel_stands_for_its_base(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake_installed(tmp_path / "site", "2.12.1+memfix1", "cp310-cp310-win_amd64")
+    fake_installed(tmp_path / "site", f"2.12.1+{LABEL}", "cp310-cp310-win_amd64")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     choice = choice_from_environment({"TORCHTRT_BASE_VERSION": "installed"})
     assert choice.request == BaseRequest("2.12.1", "win_amd64", "3.10")
@@ -615,7 +623,7 @@ def test_pip_install_resolves_the_official_requirements_before_the_build(tmp_pat
     with zipfile.ZipFile(official) as archive:
         (name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
         metadata = archive.read(name)
-    assert seen["version"] == f"{SUPPORTED_RELEASES[-1]}+memfix1"
+    assert seen["version"] == f"{SUPPORTED_RELEASES[-1]}+{LABEL}"
     assert seen["requires_dist"] == _headers(metadata, "Requires-Dist")
     assert any(r.startswith("torch") for r in seen["requires_dist"])
     assert [seen["requires_python"]] == _headers(metadata, "Requires-Python")
@@ -633,4 +641,4 @@ def test_the_backend_answers_with_the_patched_wheels_metadata(
     with zipfile.ZipFile(patched) as archive:
         built = archive.read(f"{dist_info}/METADATA")
     assert (tmp_path / "meta" / dist_info / "METADATA").read_bytes() == built
-    assert dist_info == f"torch_tensorrt-{SUPPORTED_RELEASES[-1]}+memfix1.dist-info"
+    assert dist_info == f"torch_tensorrt-{SUPPORTED_RELEASES[-1]}+{LABEL}.dist-info"

@@ -26,6 +26,7 @@ from patched_wheel.lock import Lock, load_lock
 from patched_wheel.resolve import fetch_base
 from patched_wheel.wheelfile import MAX_WHEEL_BYTES
 from wheel_helpers import (
+    LABEL,
     TARGET,
     Member,
     added,
@@ -191,9 +192,9 @@ PLAN_CASES = [
         id="target-under-data",
     ),
     pytest.param(
-        new("torch_tensorrt-2.14.0+memfix1.dist-info"),
+        new(f"torch_tensorrt-2.14.0+{LABEL}.dist-info"),
         exactly(
-            f"{NAME}: already has a member 'torch_tensorrt-2.14.0+memfix1.dist-info' under the "
+            f"{NAME}: already has a member 'torch_tensorrt-2.14.0+{LABEL}.dist-info' under the "
             "patched wheel's .dist-info name; this wheel is already patched or crafted, use the "
             "official wheel"
         ),
@@ -494,7 +495,7 @@ def test_output_folder_that_is_a_file_is_refused(slim: Path, tmp_path: Path) -> 
         build_patched_wheel(read_base(slim, lock=lock_for(slim)), out_dir=target)
     assert re.fullmatch(
         re.escape(
-            f"cannot write torch_tensorrt-2.14.0+memfix1-cp311-cp311-manylinux_2_28_x86_64.whl into {str(target)!r} ("
+            f"cannot write torch_tensorrt-2.14.0+{LABEL}-cp311-cp311-manylinux_2_28_x86_64.whl into {str(target)!r} ("
         )
         + ".*"
         + re.escape("); choose an output folder you can write to"),

@@ -13,8 +13,9 @@ from patched_wheel.base import read_base
 from patched_wheel.build import build_patched_wheel
 from patched_wheel.overlay import read_overlay
 from patched_wheel.plan import patched_version, rewrite_metadata_version
+from patched_wheel.policy import LABEL_NAME
 from patched_wheel.wheelfile import read_wheel, zip_date_time
-from wheel_helpers import lock_for
+from wheel_helpers import LABEL, lock_for
 
 WheelFactory = Callable[..., Path]
 
@@ -114,18 +115,27 @@ def test_reader_accepts_a_good_wheel(synthetic_wheel: WheelFactory) -> None:
 @pytest.mark.parametrize(
     ("base", "expected"),
     [
-        pytest.param("2.14.0", "2.14.0+memfix1", id="plain"),
-        pytest.param("2.9.0+cu130", "2.9.0+cu130.memfix1", id="appended-to-label"),
-        pytest.param("2.10.0.post1", "2.10.0.post1+memfix1", id="post-release"),
+        pytest.param("2.14.0", f"2.14.0+{LABEL}", id="plain"),
+        pytest.param("2.9.0+cu130", f"2.9.0+cu130.{LABEL}", id="appended-to-label"),
+        pytest.param("2.10.0.post1", f"2.10.0.post1+{LABEL}", id="post-release"),
     ],
 )
 def test_patched_version(base: str, expected: str) -> None:
-    assert patched_version(base) == expected
+    assert patched_version(base, LABEL) == expected
 
 
-def test_already_patched_version_is_refused() -> None:
+@pytest.mark.parametrize(
+    "version",
+    [
+        pytest.param(f"2.14.0+{LABEL}", id="current"),
+        pytest.param(f"2.14.0+{LABEL_NAME}", id="before-numbered-labels"),
+        pytest.param(f"2.9.0+cu130.{LABEL_NAME}.7", id="variant-numbered"),
+        pytest.param(f"2.14.0+{LABEL_NAME}.2.dev.g0123456789", id="development"),
+    ],
+)
+def test_already_patched_version_is_refused(version: str) -> None:
     with pytest.raises(PatchError, match=re.escape("this wheel is already patched")):
-        patched_version("2.14.0+memfix1")
+        patched_version(version, LABEL)
 
 
 def test_invalid_label_is_refused() -> None:
@@ -152,10 +162,11 @@ def test_source_date_epoch_sets_the_time_of_written_members(
     patched = build(synthetic_wheel(), out_dir)
     with zipfile.ZipFile(patched) as archive:
         times = {info.filename: info.date_time for info in archive.infolist()}
-    dist_info = "torch_tensorrt-2.14.0+memfix1.dist-info"
+    dist_info = f"torch_tensorrt-2.14.0+{LABEL}.dist-info"
     for written in (
         "torch_tensorrt/dynamo/utils.py",
         f"{dist_info}/METADATA",
+        f"{dist_info}/sboms/patched_wheel.cdx.json",
         f"{dist_info}/RECORD",
     ):
         assert times.pop(written) == expected
@@ -191,7 +202,7 @@ def test_record_signatures_are_dropped_and_record_is_regenerated(
     with zipfile.ZipFile(patched) as archive:
         names = archive.namelist()
     assert not any(name.endswith(("RECORD.jws", "RECORD.p7s")) for name in names)
-    assert names[-1] == "torch_tensorrt-2.14.0+memfix1.dist-info/RECORD"
+    assert names[-1] == f"torch_tensorrt-2.14.0+{LABEL}.dist-info/RECORD"
     assert names == sorted(names[:-1], key=lambda n: ("dist-info/" in n, n)) + names[-1:]
     read_wheel(patched.read_bytes(), patched.name)  # RECORD holds for every member
 
@@ -226,5 +237,5 @@ def test_metadata_rewrite_changes_the_version_line_only(newline: bytes) -> None:
     lines = [b"Metadata-Version: 2.4", b"Name: torch_tensorrt", b"Version: 2.14.0"]
     lines += [b"License: first line", b"        ", b"        second line", b"", b"Version: body"]
     metadata = newline.join(lines) + newline
-    expected = metadata.replace(b"Version: 2.14.0", b"Version: 2.14.0+memfix1")
-    assert rewrite_metadata_version(metadata, "2.14.0+memfix1") == expected
+    expected = metadata.replace(b"Version: 2.14.0", f"Version: 2.14.0+{LABEL}".encode())
+    assert rewrite_metadata_version(metadata, f"2.14.0+{LABEL}") == expected

@@ -17,7 +17,7 @@ import pytest
 from patched_wheel import PatchError
 from patched_wheel.base import read_base
 from patched_wheel.build import build_patched_wheel
-from wheel_helpers import TARGET, Member, craft, lock_for
+from wheel_helpers import LABEL, TARGET, Member, craft, lock_for
 
 ZIP64 = 0x0001
 
@@ -73,7 +73,8 @@ def test_a_wheel_written_wrong_is_refused_and_removed(
     with pytest.raises(PatchError) as error:
         build_patched_wheel(base, out_dir=out_dir)
     problem = "does not match its RECORD hash" if fault == "flip" else "which the wheel lacks"
-    assert re.match(r"^torch_tensorrt-2\.14\.0\+memfix1-.*\.whl: .*" + problem, str(error.value))
+    name = re.escape(f"torch_tensorrt-2.14.0+{LABEL}-")
+    assert re.match(rf"^{name}.*\.whl: .*" + problem, str(error.value))
     assert list(out_dir.iterdir()) == []
 
 

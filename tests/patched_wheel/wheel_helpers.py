@@ -174,3 +174,16 @@ def make_wheel(
     return write_entries(
         directory / f"torch_tensorrt-{version}-{tag}.whl", rerecord(entries, record)
     )
+
+
+def _repository_label() -> str:
+    """The label the build gives the repository's overlay (its released number, or a
+    development label where the overlay is not registered)."""
+    from patched_wheel.build import current_label
+    from patched_wheel.overlay import read_overlay
+
+    return current_label(read_overlay())
+
+
+# The label of every wheel the tests build from the repository's overlay.
+LABEL = _repository_label()

@@ -16,7 +16,14 @@ Modules, by role. The core (reading, planning, writing) never imports the networ
 * :mod:`patched_wheel.sources`, :mod:`patched_wheel.splice`, :mod:`patched_wheel.callsites`,
   :mod:`patched_wheel.overlay`: Python sources, the pure splice, the call-site check, the
   overlay parsed once;
-* :mod:`patched_wheel.plan`: the patch as data; :mod:`patched_wheel.build`: plan, then write.
+* :mod:`patched_wheel.labels`: the version label of an overlay, from the registry of
+  released overlays, and the way back from a patched version to its base's;
+* :mod:`patched_wheel.provenance`, :mod:`patched_wheel.provenance_record`: which code made a
+  thing, and the record of it inside every patched wheel;
+* :mod:`patched_wheel.plan`: the patch as data, every member of the patched wheel;
+  :mod:`patched_wheel.build`: plan, then write;
+* :mod:`patched_wheel.origin`, :mod:`patched_wheel.history`: a wheel's record checked, and
+  the overlay it names found in git history (for ``verify``).
 
 The shell, which may use the network:
 

@@ -5,7 +5,10 @@
 * ``matrix``: patched wheels for every supported release, platform and Python the index has;
 * ``lock``: refresh the lock of the official wheels' sha256 from the index;
 * ``verify``: show that a patched wheel is the official wheel plus the overlay, and no more;
-* ``index``: write the PEP 503 simple index of a folder of wheels (``matrix`` writes it too).
+* ``index``: write the PEP 503 simple index of a folder of wheels (``matrix`` writes it too);
+* ``provenance``: print the provenance record inside a patched wheel;
+* ``register-overlay``: release the overlay as it is now: give it the next number of the
+  registry of overlays, so that the wheels built from it carry the label ``memfix1.<N>``.
 
 Arguments are checked where they enter (argparse types, exit status 2); a refused base or
 setting is one :class:`~patched_wheel.PatchError`, printed as ``error: ...`` with exit status 1.
@@ -38,6 +41,11 @@ from patched_wheel.choice import (  # noqa: E402
 )
 from patched_wheel.files import write_text_atomically  # noqa: E402
 from patched_wheel.index import write_simple_index  # noqa: E402
+from patched_wheel.labels import (  # noqa: E402
+    load_overlay_releases,
+    register_overlay,
+    release_label,
+)
 from patched_wheel.lock import load_lock  # noqa: E402
 from patched_wheel.matrix import (  # noqa: E402
     build_matrix,
@@ -46,12 +54,14 @@ from patched_wheel.matrix import (  # noqa: E402
     summary,
     update_docs,
 )
+from patched_wheel.origin import read_patched_record  # noqa: E402
 from patched_wheel.overlay import read_overlay  # noqa: E402
 from patched_wheel.paths import (  # noqa: E402
     DEFAULT_CACHE_DIR,
     DEFAULT_OVERLAY,
     DOCS_MATRIX,
     LOCK_FILE,
+    OVERLAY_RELEASES_FILE,
     README,
 )
 from patched_wheel.policy import (  # noqa: E402
@@ -62,9 +72,12 @@ from patched_wheel.policy import (  # noqa: E402
     canonical_python,
     canonical_release,
 )
+from patched_wheel.provenance import overlay_sha256  # noqa: E402
+from patched_wheel.provenance_record import format_record  # noqa: E402
 from patched_wheel.refresh import refresh_lock  # noqa: E402
 from patched_wheel.resolve import resolve_base  # noqa: E402
 from patched_wheel.verify import format_report, verify_patched_wheel  # noqa: E402
+from patched_wheel.wheelfile import read_wheel, read_wheel_file  # noqa: E402
 
 logger = logging.getLogger("patched_wheel")
 
@@ -149,12 +162,30 @@ def _index(args: argparse.Namespace) -> int:
     return 0
 
 
+def _provenance(args: argparse.Namespace) -> int:
+    path: Path = args.wheel
+    if not path.is_file():
+        raise PatchError(f"{str(path)!r} is not a file; give the patched wheel's path")
+    wheel = read_wheel(read_wheel_file(path, what="the patched wheel"), path.name)
+    print(format_record(read_patched_record(wheel.members, path.name)))
+    return 0
+
+
+def _register_overlay(args: argparse.Namespace) -> int:
+    sha256 = overlay_sha256(args.overlay)
+    known = load_overlay_releases(args.registry).number_of(sha256)
+    number = register_overlay(sha256, args.registry)
+    state = "already registered" if known is not None else "registered"
+    print(f"{args.overlay}: sha256 {sha256} {state} as overlay {number}: +{release_label(number)}")
+    return 0
+
+
 def _verify(args: argparse.Namespace) -> int:
     verification = verify_patched_wheel(
         args.patched_wheel,
         base_wheel=args.base_wheel,
         lock=load_lock(args.lock),
-        overlay=read_overlay(args.overlay),
+        overlay=None if args.overlay is None else read_overlay(args.overlay),
         cache_dir=args.cache,
         unlocked=args.unlocked or unlocked_from_environment(os.environ),
     )
@@ -222,7 +253,29 @@ def _add_verify_options(command: argparse.ArgumentParser) -> None:
         help="compare against an official wheel the lock does not know; its bytes are then "
         "checked by nothing but its own RECORD",
     )
+    command.add_argument(
+        "--overlay",
+        type=Path,
+        help="the overlay the wheel's record names (default: found in this repository's "
+        "working tree or git history by its sha256)",
+    )
     command.set_defaults(run=_verify)
+
+
+def _add_provenance_commands(
+    commands: "argparse._SubParsersAction[argparse.ArgumentParser]",
+) -> None:
+    provenance = commands.add_parser("provenance", help="print a patched wheel's record")
+    provenance.add_argument("wheel", metavar="PATCHED_WHEEL", type=Path, help="the wheel")
+    provenance.set_defaults(run=_provenance)
+    register = commands.add_parser(
+        "register-overlay", help="release the overlay: give it the registry's next number"
+    )
+    register.add_argument("--overlay", type=Path, default=DEFAULT_OVERLAY, help="the overlay")
+    register.add_argument(
+        "--registry", type=Path, default=OVERLAY_RELEASES_FILE, help="the registry file"
+    )
+    register.set_defaults(run=_register_overlay)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -254,10 +307,12 @@ def _parser() -> argparse.ArgumentParser:
         "verify", help="show that a patched wheel is the official one plus the overlay"
     )
     _add_verify_options(verify)
+    _add_provenance_commands(commands)
     for command in (build, matrix, lock, verify):
         command.add_argument("--lock", type=Path, default=LOCK_FILE, help="the lock file")
     for command in (build, matrix, verify):
         command.add_argument("--cache", type=Path, default=DEFAULT_CACHE_DIR, help="base cache")
+    for command in (build, matrix):
         command.add_argument("--overlay", type=Path, default=DEFAULT_OVERLAY, help="the overlay")
     return parser
 

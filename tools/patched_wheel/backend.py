@@ -20,13 +20,16 @@ from pathlib import Path
 from typing import Dict, List, Optional, Union
 
 from patched_wheel import PatchError
+from patched_wheel.build import build_origin
 from patched_wheel.choice import choice_from_environment
 from patched_wheel.lock import load_lock
 from patched_wheel.overlay import read_overlay
+from patched_wheel.paths import REPOSITORY
 from patched_wheel.plan import plan_patch
+from patched_wheel.provenance import REVISION_FILE, write_revision_file
 from patched_wheel.resolve import resolve_base
-from setuptools.build_meta import (  # type: ignore[import-untyped]
-    build_sdist,
+from setuptools.build_meta import build_sdist as setuptools_build_sdist  # type: ignore[import-untyped]
+from setuptools.build_meta import (
     build_wheel,
     get_requires_for_build_sdist,
     get_requires_for_build_wheel,
@@ -48,7 +51,8 @@ def patched_metadata() -> tuple[str, bytes]:
     """The patched wheel's ``.dist-info`` name and METADATA, for the base the environment
     chooses (the same choice, checks and plan as the wheel build)."""
     base = resolve_base(choice_from_environment(os.environ), lock=load_lock())
-    plan = plan_patch(base, read_overlay())
+    overlay = read_overlay()
+    plan = plan_patch(base, overlay, origin=build_origin(overlay))
     return plan.dist_info, plan.new_members[f"{plan.dist_info}/METADATA"]
 
 
@@ -64,3 +68,22 @@ def prepare_metadata_for_build_wheel(
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "METADATA").write_bytes(metadata)
     return dist_info
+
+
+def build_sdist(sdist_directory: str, config_settings: ConfigSettings = None) -> str:
+    """setuptools' sdist, carrying the repository's revision in ``.source-revision.json``.
+
+    An sdist has no ``.git``; the wheel built from it names the revision the sdist was made
+    from (its provenance record), read from that file. In a git checkout the file is written
+    for the sdist (``MANIFEST.in`` takes it) and removed after; a tree without git (an
+    unpacked sdist) passes on the file it has.
+    """
+    from_git = (REPOSITORY / ".git").exists()
+    if from_git:
+        write_revision_file(REPOSITORY)
+    try:
+        name: str = setuptools_build_sdist(sdist_directory, config_settings)
+    finally:
+        if from_git:
+            (REPOSITORY / REVISION_FILE).unlink(missing_ok=True)
+    return name

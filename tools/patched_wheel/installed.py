@@ -22,8 +22,8 @@ from packaging.tags import Tag, parse_tag
 from packaging.version import InvalidVersion, Version
 from patched_wheel import PatchError
 from patched_wheel.download import BaseRequest
+from patched_wheel.labels import split_label
 from patched_wheel.lock import UNLOCKED_OPT_IN
-from patched_wheel.policy import LOCAL_LABEL
 from patched_wheel.wheelfile import parse_headers
 
 __all__ = ["INSTALLED", "installed_request"]
@@ -120,8 +120,9 @@ def _release(version: str, unlocked: bool) -> str:
             f"the installed {DISTRIBUTION} {version!r} is not a release the build knows; "
             "give the release (TORCHTRT_BASE_VERSION or --release) instead"
         )
-    if parsed.local is not None and parsed.local.split(".")[-1] == LOCAL_LABEL:
-        return version[: -len(LOCAL_LABEL) - 1]  # a patched wheel: its base's release
+    base_version, label = split_label(version)
+    if label is not None:
+        return base_version  # a patched wheel (any label the fork has used): its base's release
     if parsed.local is not None and not unlocked:
         raise PatchError(
             f"the installed {DISTRIBUTION} {version} is a CUDA-variant release (+{parsed.local}"

@@ -8,6 +8,8 @@ signature check share it). Tests and benchmarks import it from its path instead,
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import importlib.util
 import sys
 from pathlib import Path
@@ -17,7 +19,13 @@ from patched_wheel import PatchError
 from patched_wheel.paths import DEFAULT_OVERLAY
 from patched_wheel.splice import OverlayParts, parse_overlay
 
-__all__ = ["DEFAULT_OVERLAY", "OVERLAY_MODULE_NAME", "load_overlay", "read_overlay"]
+__all__ = [
+    "DEFAULT_OVERLAY",
+    "OVERLAY_MODULE_NAME",
+    "load_overlay",
+    "overlay_from_bytes",
+    "read_overlay",
+]
 
 # The name the overlay is imported under: not torch_tensorrt's, which needs TensorRT.
 OVERLAY_MODULE_NAME = "torchtrt_fork_overlay_utils"
@@ -41,16 +49,33 @@ def load_overlay(path: Path = DEFAULT_OVERLAY) -> ModuleType:
     return module
 
 
+def overlay_from_bytes(data: bytes, what: str) -> OverlayParts:
+    """The overlay whose file holds ``data``, parsed, with the sha256 of those bytes.
+
+    Line ends are read as a text file reads them (``\r\n`` and ``\r`` become ``\n``), so
+    that a checkout with Windows line ends splices the same text.
+
+    Raises:
+        PatchError: If ``data`` is not UTF-8, or has a statement the splice has no rule for.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise PatchError(f"cannot read the overlay {what} ({error}); it must be UTF-8") from None
+    parts = parse_overlay(text.replace("\r\n", "\n").replace("\r", "\n"))
+    return dataclasses.replace(parts, sha256=hashlib.sha256(data).hexdigest())
+
+
 def read_overlay(path: Path = DEFAULT_OVERLAY) -> OverlayParts:
-    """The overlay at ``path``, parsed once.
+    """The overlay at ``path``, parsed once, with the sha256 of its bytes.
 
     Raises:
         PatchError: If it cannot be read, or has a statement the splice has no rule for.
     """
     try:
-        source = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+        data = Path(path).read_bytes()
+    except OSError as error:
         raise PatchError(
             f"cannot read the overlay {str(path)!r} ({error}); check the path"
         ) from None
-    return parse_overlay(source)
+    return overlay_from_bytes(data, repr(str(path)))

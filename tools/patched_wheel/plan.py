@@ -1,8 +1,11 @@
 """The patch as data: what the build will write, decided from a verified base and the overlay.
 
 :func:`plan_patch` analyses and decides, and writes nothing: the new version, the new
-``.dist-info`` name, the new file name, and the new bytes of the two members that change
-(``torch_tensorrt/dynamo/utils.py`` and METADATA). Every check that needs the overlay lives
+``.dist-info`` name, the new file name, the new bytes of the two members that change
+(``torch_tensorrt/dynamo/utils.py`` and METADATA) and of the one it adds (the provenance
+record, :mod:`patched_wheel.provenance_record`). The plan is the one statement of what the
+patched wheel holds: the writer (:mod:`patched_wheel.build`) and ``verify`` both ask it
+(:meth:`PatchPlan.members`, :meth:`PatchPlan.contents`). Every check that needs the overlay lives
 here: the fixes find their upstream functions, no top-level statement rebinds a replaced name
 after its definition, every call of a replaced function fits the overlay's signature, the
 spliced module compiles in the base module's own encoding.
@@ -12,13 +15,17 @@ from __future__ import annotations
 
 import ast
 import re
+import zipfile
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Mapping, Sequence, Tuple
+from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from packaging.version import InvalidVersion, Version
 from patched_wheel import PatchError
 from patched_wheel.callsites import check_call_sites
-from patched_wheel.policy import FIXES, LOCAL_LABEL, TARGET, Fix, supported_releases_text
+from patched_wheel.labels import split_label
+from patched_wheel.policy import FIXES, TARGET, Fix, supported_releases_text
+from patched_wheel.provenance import SourceRevision
+from patched_wheel.provenance_record import ProvenanceRecord, record_bytes, record_member
 from patched_wheel.sources import decode_source, encode_source
 from patched_wheel.splice import (
     DefinitionNode,
@@ -30,32 +37,101 @@ from patched_wheel.splice import (
 )
 from patched_wheel.wheelfile import RECORD_SIGNATURES, Wheel, parse_headers
 
-__all__ = ["PatchPlan", "patched_version", "plan_patch", "rewrite_metadata_version"]
+__all__ = [
+    "BuildOrigin",
+    "PatchPlan",
+    "PlannedMember",
+    "patched_version",
+    "plan_patch",
+    "rewrite_metadata_version",
+]
+
+
+@dataclass(frozen=True)
+class BuildOrigin:
+    """What the build knows of itself, for the label and the provenance record."""
+
+    label: str
+    overlay_sha256: str
+    revision: SourceRevision
+    tool_sha256: str
+
+
+@dataclass(frozen=True)
+class PlannedMember:
+    """One member of the patched wheel: its name, the base's entry it is made from (whose
+    time, mode and compression it keeps), and its new bytes (``None``: the base's, unchanged).
+    """
+
+    name: str
+    info: zipfile.ZipInfo
+    data: Optional[bytes] = None
 
 
 @dataclass(frozen=True)
 class PatchPlan:
-    """What the patched wheel is: its names, and the members whose bytes change.
+    """What the patched wheel is: its base, its names, and the members whose bytes change.
 
-    ``new_members`` holds the new bytes by the member's name in the patched wheel;
-    ``dropped`` the base's members left out (RECORD's signatures, which cannot stay valid).
+    ``new_members`` holds the new bytes by the member's name in the patched wheel (the
+    members that change and the provenance record, which is added); ``dropped`` the base's
+    members left out (RECORD's signatures, which cannot stay valid); ``record`` what the
+    provenance record says.
     """
 
+    base: Wheel
     version: str
     dist_info: str
     filename: str
     new_members: Mapping[str, bytes]
     dropped: Tuple[str, ...]
+    record: ProvenanceRecord
 
-    def renamed(self, base: Wheel, member: str) -> str:
+    @property
+    def record_name(self) -> str:
+        """The patched wheel's RECORD (its bytes are computed by the writer)."""
+        return f"{self.dist_info}/RECORD"
+
+    def renamed(self, member: str) -> str:
         """The name of the base's ``member`` in the patched wheel."""
-        if member == base.dist_info or member.startswith(f"{base.dist_info}/"):
-            return self.dist_info + member[len(base.dist_info) :]
+        dist_info = self.base.dist_info
+        if member == dist_info or member.startswith(f"{dist_info}/"):
+            return self.dist_info + member[len(dist_info) :]
         return member
 
+    def members(self) -> Tuple[PlannedMember, ...]:
+        """Every member of the patched wheel, in the base's order, the added ones last.
 
-def patched_version(base_version: str, label: str = LOCAL_LABEL) -> str:
-    """The base's version with ``label`` added to its local part (``2.9.0+cu130.memfix1``).
+        An added member is made from METADATA's entry (same folder, same kind of file).
+        """
+        planned = []
+        for info in self.base.infos:
+            if info.filename not in self.dropped:
+                name = self.renamed(info.filename)
+                planned.append(PlannedMember(name, info, self.new_members.get(name)))
+        metadata = f"{self.base.dist_info}/METADATA"
+        template = next(info for info in self.base.infos if info.filename == metadata)
+        names = {member.name for member in planned}
+        for name, data in self.new_members.items():
+            if name not in names:
+                planned.append(PlannedMember(name, template, data))
+        return tuple(planned)
+
+    def contents(self) -> Dict[str, bytes]:
+        """Every member's bytes by name (directories as ``b""``), RECORD aside."""
+        contents: Dict[str, bytes] = {}
+        for member in self.members():
+            if member.data is not None:
+                contents[member.name] = member.data
+            elif member.info.is_dir():
+                contents[member.name] = b""
+            else:
+                contents[member.name] = self.base.read(member.info.filename)
+        contents.pop(self.record_name, None)
+        return contents
+
+
+def patched_version(base_version: str, label: str) -> str:
+    """The base's version with ``label`` added to its local part (``2.9.0+cu130.memfix1.2``).
 
     Raises:
         PatchError: If the result is not a valid PEP 440 version, or the base already
@@ -65,9 +141,10 @@ def patched_version(base_version: str, label: str = LOCAL_LABEL) -> str:
         base = Version(base_version)
     except InvalidVersion:
         raise PatchError(f"{base_version!r} is not a PEP 440 version") from None
-    if base.local is not None and label in base.local.split("."):
+    carried = split_label(base_version)[1]
+    if carried is not None:
         raise PatchError(
-            f"version {base_version!r} already carries the label {label!r}: this wheel is "
+            f"version {base_version!r} already carries the label {carried!r}: this wheel is "
             "already patched; build from the official wheel instead"
         )
     new = f"{base_version}.{label}" if base.local is not None else f"{base_version}+{label}"
@@ -142,17 +219,27 @@ def _check_layout(base: Wheel, dist_info: str) -> None:
 def _check_fixes_apply(
     base_definitions: Mapping[str, object], overlay: OverlayParts, fixes: Sequence[Fix], wheel: str
 ) -> None:
-    """Every fix the overlay carries must find each upstream function it hooks into."""
+    """Every fix the overlay carries must find each upstream function it hooks into.
+
+    A hook with alternative names is found when the base has one of the names the overlay
+    defines; a hook whose names the overlay defines none of is not the overlay's to check.
+    """
     overlay_functions = {function.name for function in overlay.functions}
     for fix in fixes:
-        for hook in fix.hooks:
-            if hook in overlay_functions and hook not in base_definitions:
+        for names in fix.alternatives():
+            defined = [name for name in names if name in overlay_functions]
+            if defined and not any(name in base_definitions for name in defined):
                 raise PatchError(
-                    f"{wheel}: no top-level {hook!r} in {TARGET}, so the fix '{fix.title}' "
-                    f"cannot apply (it takes effect through {hook}()); the build makes no "
-                    f"wheel with only some of the fixes. Supported base releases are "
-                    f"{supported_releases_text()}: choose one with TORCHTRT_BASE_VERSION"
+                    f"{wheel}: no top-level {_either(defined)} in {TARGET}, so the fix "
+                    f"'{fix.title}' cannot apply (it takes effect through {defined[0]}()); the "
+                    "build makes no wheel with only some of the fixes. Supported base releases "
+                    f"are {supported_releases_text()}: choose one with TORCHTRT_BASE_VERSION"
                 )
+
+
+def _either(names: Sequence[str]) -> str:
+    """``'a'``, or ``'a' or 'b'`` for alternatives."""
+    return " or ".join(repr(name) for name in names)
 
 
 def _bindings(nodes: List[ast.AST]) -> Iterator[Tuple[str, int]]:
@@ -213,29 +300,56 @@ def _spliced_target(base: Wheel, overlay: OverlayParts, fixes: Sequence[Fix]) ->
     return data
 
 
+def _record(base: Wheel, version: str, origin: BuildOrigin) -> ProvenanceRecord:
+    return ProvenanceRecord(
+        version=version,
+        label=origin.label,
+        base_wheel=base.filename,
+        base_sha256=base.sha256,
+        overlay_sha256=origin.overlay_sha256,
+        revision=origin.revision.revision,
+        dirty=origin.revision.dirty,
+        tool_sha256=origin.tool_sha256,
+    )
+
+
 def plan_patch(
     base: Wheel,
     overlay: OverlayParts,
     *,
-    label: str = LOCAL_LABEL,
+    origin: BuildOrigin,
     fixes: Sequence[Fix] = FIXES,
 ) -> PatchPlan:
     """Decide the patched wheel of ``base``; see the module docstring for the checks.
+
+    ``origin`` gives the label and the record's fields the base and overlay do not; its
+    ``overlay_sha256`` must be the overlay's.
 
     Raises:
         PatchError: For any base or overlay the build refuses.
     """
     # 1. Names: the patched version, its .dist-info folder and its file name.
-    version = patched_version(base.name.written_version, label)
+    if overlay.sha256 and overlay.sha256 != origin.overlay_sha256:
+        raise PatchError(
+            "the build's origin names another overlay than the one spliced; report this"
+        )
+    version = patched_version(base.name.written_version, origin.label)
     dist_info = f"{base.name.written_name}-{version}.dist-info"
     filename = f"{base.name.written_name}-{version}-{base.name.written_tags}.whl"
     _check_layout(base, dist_info)
 
-    # 2. The target, spliced and checked; METADATA with the new version.
+    # 2. The target, spliced and checked; METADATA with the new version; the record.
     target = _spliced_target(base, overlay, fixes)
     metadata = rewrite_metadata_version(base.read(f"{base.dist_info}/METADATA"), version)
+    record = _record(base, version, origin)
 
-    # 3. The plan: two members change, RECORD's signatures go, RECORD is written anew.
-    new_members = {TARGET: target, f"{dist_info}/METADATA": metadata, f"{dist_info}/RECORD": b""}
+    # 3. The plan: two members change, the record is added, RECORD's signatures go, RECORD is
+    # written anew.
+    new_members = {
+        TARGET: target,
+        f"{dist_info}/METADATA": metadata,
+        record_member(dist_info): record_bytes(record),
+        f"{dist_info}/RECORD": b"",
+    }
     dropped = tuple(f"{base.dist_info}/{name}" for name in RECORD_SIGNATURES)
-    return PatchPlan(version, dist_info, filename, new_members, dropped)
+    return PatchPlan(base, version, dist_info, filename, new_members, dropped, record)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Optional, Tuple, Union
 
 from packaging.version import InvalidVersion, Version
 
@@ -16,7 +16,8 @@ __all__ = [
     "DEFAULT_RELEASE",
     "FIXES",
     "Fix",
-    "LOCAL_LABEL",
+    "HookNames",
+    "LABEL_NAME",
     "PLATFORMS",
     "PROJECT",
     "PYTHONS",
@@ -40,16 +41,33 @@ PYTHONS = ("3.9", "3.10", "3.11", "3.12", "3.13", "3.14")
 # The module of the base that the overlay is spliced into.
 TARGET = "torch_tensorrt/dynamo/utils.py"
 
-# The PEP 440 local label naming the fork's patch set; bump it when the overlay changes.
-LOCAL_LABEL = "memfix1"
+# The first segment of the PEP 440 local label of every patched wheel. The label is
+# ``<LABEL_NAME>.<N>``, N the overlay's number in the registry of released overlays
+# (patched_wheel.labels); the first wheels carried ``memfix1`` alone, which sorts below every
+# numbered label (PEP 440 compares local segments one by one, a longer label above its prefix).
+# It is not ``memfix.<N>``: ``memfix`` sorts below ``memfix1``, so those would lose to the old
+# wheels under ``pip install -U``.
+LABEL_NAME = "memfix1"
+
+# A hook: an upstream function's name, or the names it has had or may have (any one will do).
+HookNames = Union[str, Tuple[str, ...]]
 
 
 @dataclass(frozen=True)
 class Fix:
-    """One fix of the overlay, and the upstream functions through which it takes effect."""
+    """One fix of the overlay, and the upstream functions through which it takes effect.
+
+    A hook given as a tuple of names accepts any one of them, so an upstream release that
+    renames a hooked function is supported by naming the new name here (and defining it in
+    the overlay), not by a change of the build.
+    """
 
     title: str
-    hooks: Tuple[str, ...]
+    hooks: Tuple[HookNames, ...]
+
+    def alternatives(self) -> Tuple[Tuple[str, ...], ...]:
+        """Each hook as the tuple of names that satisfy it."""
+        return tuple((hook,) if isinstance(hook, str) else tuple(hook) for hook in self.hooks)
 
 
 FIXES = (

@@ -20,6 +20,7 @@ base back unchanged, and splicing the result again changes nothing.
 from __future__ import annotations
 
 import ast
+import hashlib
 import threading
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
@@ -49,6 +50,8 @@ class OverlayParts:
     definitions: Tuple[DefinitionNode, ...]
     imports: Tuple[Union[ast.Import, ast.ImportFrom], ...]
     constants: Tuple[Union[ast.Assign, ast.AnnAssign], ...]
+    # The sha256 of the overlay's bytes (of ``source`` in UTF-8 unless read from a file).
+    sha256: str = ""
 
     @property
     def functions(self) -> Tuple[FunctionNode, ...]:
@@ -124,7 +127,10 @@ def parse_overlay(overlay_source: str) -> OverlayParts:
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         raise PatchError(f"the overlay defines {', '.join(duplicates)} more than once")
-    return OverlayParts(overlay_source, tuple(definitions), tuple(imports), tuple(constants))
+    sha256 = hashlib.sha256(overlay_source.encode("utf-8", "surrogatepass")).hexdigest()
+    return OverlayParts(
+        overlay_source, tuple(definitions), tuple(imports), tuple(constants), sha256
+    )
 
 
 def top_level_definitions(module: ast.Module) -> Dict[str, DefinitionNode]:

@@ -1,9 +1,12 @@
 """Show that a patched wheel is the official wheel plus this repository's overlay, and no more.
 
 A user who installs a patched wheel from someone else's index cannot read a wheel's worth of
-files to trust it. :func:`verify_patched_wheel` takes the official wheel the patched one names
-(from pip, or given), checks it against the lock of official sha256, and compares the two
-wheels file by file:
+files to trust it. :func:`verify_patched_wheel` reads the wheel's provenance record, which
+names the official wheel (file name and sha256) and the overlay (sha256 and revision), checks
+it against the wheel's name, the lock and the registry of overlays
+(:mod:`patched_wheel.origin`), takes that official wheel (from pip, or given), finds that
+overlay in this repository's history (or is given it), plans the same wheel again with them,
+and compares the two wheels file by file:
 
 * every file of the official wheel is in the patched one, byte for byte, under the renamed
   ``.dist-info`` directory;
@@ -11,6 +14,7 @@ wheels file by file:
   official file (the splice is run again here);
 * ``METADATA`` differs only in its ``Version`` header, ``RECORD`` lists every file with its
   sha256, and RECORD's signatures are gone (they cannot survive a new RECORD);
+* the provenance record is the one the build writes for that base, overlay and revision;
 * nothing else is added.
 
 The result lists every other difference (added, missing, changed) and carries the unified diff
@@ -29,14 +33,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from packaging.version import InvalidVersion, Version
 from patched_wheel import PatchError
 from patched_wheel.base import read_base
 from patched_wheel.download import BaseRequest
+from patched_wheel.labels import OverlayReleases, load_overlay_releases
 from patched_wheel.lock import Lock
-from patched_wheel.paths import DEFAULT_CACHE_DIR
-from patched_wheel.plan import plan_patch
-from patched_wheel.policy import LOCAL_LABEL, TARGET
+from patched_wheel.origin import (
+    check_base_sha256,
+    check_record,
+    official_name_of,
+    read_patched_record,
+    recorded_origin,
+    recorded_overlay,
+)
+from patched_wheel.paths import DEFAULT_CACHE_DIR, REPOSITORY
+from patched_wheel.plan import PatchPlan, plan_patch
+from patched_wheel.policy import TARGET
 from patched_wheel.resolve import fetch_base
 from patched_wheel.splice import OverlayParts
 from patched_wheel.wheelfile import (
@@ -90,30 +102,17 @@ class Verification:
         return not self.differences
 
 
-def official_wheel_name(patched_name: str, label: str = LOCAL_LABEL) -> str:
+def official_wheel_name(patched_name: str) -> str:
     """The file name of the official wheel a patched wheel was built from.
 
-    ``torch_tensorrt-2.14.0+memfix1-cp311-...whl`` gives ``torch_tensorrt-2.14.0-cp311-...whl``
-    and ``2.9.0+cu130.memfix1`` gives ``2.9.0+cu130``.
+    ``torch_tensorrt-2.14.0+memfix1.2-cp311-...whl`` gives ``torch_tensorrt-2.14.0-cp311-...whl``
+    and ``2.9.0+cu130.memfix1.2`` gives ``2.9.0+cu130``; every label the fork has used is
+    understood (:func:`patched_wheel.labels.split_label`).
 
     Raises:
-        PatchError: If the name is not a wheel's, or its version does not end in the label.
+        PatchError: If the name is not a wheel's, or its version carries no label of the fork.
     """
-    name = parse_wheel_name(patched_name)
-    version = name.written_version
-    try:
-        local = (Version(version).local or "").split(".")
-    except InvalidVersion:
-        local = []
-    if local[-1:] != [label]:
-        raise PatchError(
-            f"{patched_name}: its version {version!r} does not end in the label +{label}, so "
-            "this repository's overlay did not make it (or another revision did: verify it "
-            "with the revision whose label it carries)"
-        )
-    public = Version(version).public
-    base_version = public + ("+" + ".".join(local[:-1]) if local[:-1] else "")
-    return f"{name.written_name}-{base_version}-{name.written_tags}.whl"
+    return official_name_of(patched_name)
 
 
 def _request_for(official_name: str) -> BaseRequest:
@@ -177,18 +176,9 @@ def _members(data: bytes, filename: str) -> Tuple[Dict[str, bytes], List[str]]:
     return members, sorted(name for name, count in Counter(names).items() if count > 1)
 
 
-def expected_members(base: Wheel, overlay: OverlayParts) -> Dict[str, bytes]:
+def expected_members(plan: PatchPlan) -> Dict[str, bytes]:
     """What the patched wheel must hold, RECORD aside: the build's own plan of the base."""
-    plan = plan_patch(base, overlay)
-    expected: Dict[str, bytes] = {}
-    for info in base.infos:
-        if info.filename in plan.dropped:
-            continue
-        name = plan.renamed(base, info.filename)
-        data = b"" if info.is_dir() else base.read(info.filename)
-        expected[name] = plan.new_members.get(name, data)
-    expected.pop(f"{plan.dist_info}/RECORD", None)
-    return expected
+    return plan.contents()
 
 
 def _sha256(data: bytes) -> str:
@@ -265,49 +255,84 @@ def _read_patched(path: Path) -> bytes:
     return read_wheel_file(path, what="the patched wheel")
 
 
+@dataclass(frozen=True)
+class _Sources:
+    """Where the base and the overlay a record names are taken from."""
+
+    base_wheel: Optional[Path]
+    overlay: Optional[OverlayParts]
+    cache_dir: Path
+    unlocked: bool
+    repository: Path
+
+
+def _recorded_plan(
+    filename: str,
+    data: bytes,
+    sources: _Sources,
+    lock: Lock,
+    releases: Optional[OverlayReleases],
+) -> PatchPlan:
+    """The build's plan of the base and overlay that the wheel's record names, each checked:
+    the record against the wheel's name, lock and registry, the base and overlay by sha256."""
+    official_wheel_name(filename)  # a wheel of this fork at all, before unpacking it
+    record = read_patched_record(_members(data, filename)[0], filename)
+    releases = releases or load_overlay_releases()
+    official_name = check_record(record, filename, lock=lock, releases=releases)
+    official = _official_base(
+        official_name,
+        sources.base_wheel,
+        lock=lock,
+        cache_dir=sources.cache_dir,
+        unlocked=sources.unlocked,
+    )
+    check_base_sha256(record, official.sha256)
+    overlay = recorded_overlay(record, sources.overlay, sources.repository)
+    return plan_patch(official, overlay, origin=recorded_origin(record))
+
+
 def verify_patched_wheel(
     patched_wheel: Path,
     *,
     base_wheel: Optional[Path] = None,
     lock: Lock,
-    overlay: OverlayParts,
+    overlay: Optional[OverlayParts] = None,
     cache_dir: Path = DEFAULT_CACHE_DIR,
     unlocked: bool = False,
+    repository: Path = REPOSITORY,
+    releases: Optional[OverlayReleases] = None,
 ) -> Verification:
-    """Compare a patched wheel with its official wheel plus the overlay.
+    """Compare a patched wheel with the official wheel plus the overlay its record names.
 
-    Args:
-        patched_wheel: The wheel to check. It is read once and never written.
-        base_wheel: The official wheel; ``None`` fetches it (from the cache or with pip).
-        lock: The lock of the official wheels' sha256.
-        overlay: The parsed overlay whose splice ``utils.py`` must be.
-        unlocked: Compare against an official wheel the lock does not know.
+    ``base_wheel`` and ``overlay`` are given, or fetched (pip, cache) and found (in
+    ``repository``'s working tree or git history); each must be the one the record names.
+    ``unlocked`` accepts a base the lock does not know; ``releases`` is the registry of
+    overlays (``None``: the repository's).
 
     Raises:
-        PatchError: If the patched wheel cannot be read, or the official wheel cannot be had
-            or is not the official file. Differences between the wheels are not raised: they
-            are in the result.
+        PatchError: If the wheel cannot be read, its record is missing or disagrees with it,
+            the lock or the registry, or the base or overlay cannot be had. Differences
+            between the wheels are in the result.
     """
-    # 1. The patched wheel, read once; the official wheel it names, checked against the lock.
+    # 1. The patched wheel, read once; the plan of the base and overlay its record names.
     patched_wheel = Path(patched_wheel)
     data = _read_patched(patched_wheel)
-    official_name = official_wheel_name(patched_wheel.name)
-    official = _official_base(
-        official_name, base_wheel, lock=lock, cache_dir=cache_dir, unlocked=unlocked
-    )
+    sources = _Sources(base_wheel, overlay, cache_dir, unlocked, repository)
+    plan = _recorded_plan(patched_wheel.name, data, sources, lock, releases)
+    official = plan.base
 
     # 2. What the patched wheel must hold (the build's plan), and where it does not.
-    expected = expected_members(official, overlay)
+    expected = expected_members(plan)
     differences, patched_members = _differences(expected, data, patched_wheel.name)
 
     # 3. The summary: files that are the official ones byte for byte, and the diff.
-    unchanged = {n for n in expected if n != TARGET and not n.endswith(".dist-info/METADATA")}
+    unchanged = {member.name for member in plan.members() if member.data is None}
     identical = sum(1 for name in unchanged if patched_members.get(name) == expected[name])
     return Verification(
         patched_wheel=patched_wheel.name,
-        official_wheel=official_name,
+        official_wheel=official.filename,
         official_sha256=official.sha256,
-        in_lock=official_name in lock.wheels,
+        in_lock=official.filename in lock.wheels,
         identical=identical,
         utils_diff=_utils_diff(official, patched_members),
         differences=tuple(differences),
