@@ -16,9 +16,9 @@ import pytest
 from installed_helpers import INDEX_BASES
 from patched_wheel import PatchError
 from patched_wheel.__main__ import main
-from patched_wheel.download import BaseRequest
 from patched_wheel.index import IndexedWheel, index_pages, write_simple_index
 from patched_wheel.paths import DEFAULT_CACHE_DIR
+from patched_wheel.request import BaseRequest
 from uv import find_uv_bin
 
 PATCHED_X86 = "torch_tensorrt-2.14.0+memfix1-cp311-cp311-manylinux_2_28_x86_64.whl"

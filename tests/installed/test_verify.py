@@ -12,10 +12,10 @@ import pytest
 from installed_helpers import INDEX_BASES, rewrite_wheel
 from patched_wheel import PatchError
 from patched_wheel.__main__ import main
-from patched_wheel.download import BaseRequest
 from patched_wheel.lock import Lock, load_lock
 from patched_wheel.overlay import read_overlay
 from patched_wheel.paths import DEFAULT_CACHE_DIR
+from patched_wheel.request import BaseRequest
 from patched_wheel.verify import (
     Difference,
     Verification,

@@ -254,6 +254,7 @@ def test_windows_wheel_keeps_its_crlf_newlines(tmp_path: Path) -> None:
 def test_the_core_never_imports_the_network() -> None:
     """Reading, planning and writing a wheel import neither pip's runner nor an HTTP client."""
     core = ["base", "build", "plan", "wheelfile", "lock", "splice", "callsites", "overlay"]
+    core += ["request", "choice", "installed", "policy", "provenance", "console"]
     network = ["patched_wheel.download", "patched_wheel.resolve", "urllib.request"]
     imports = "; ".join(f"import patched_wheel.{name}" for name in core)
     check = f"import sys; {imports}; print([m for m in {network!r} if m in sys.modules])"
