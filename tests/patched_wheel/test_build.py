@@ -243,6 +243,7 @@ def test_pip_installs_the_patched_wheel(patched_wheels: Dict[str, Path], tmp_pat
     shutil.rmtree(target)
 
 
+@pytest.mark.network
 def test_windows_wheel_keeps_its_crlf_newlines(tmp_path: Path) -> None:
     base = fetch("2.14.0", TEST_PYTHON, "win_amd64")
     patched = build(base, tmp_path, load_lock())
