@@ -43,7 +43,8 @@ def patched(index_wheels: Dict[BaseRequest, Path]) -> Path:
 
 
 @pytest.fixture(scope="module")
-def official() -> Path:
+def official(index_wheels: Dict[BaseRequest, Path]) -> Path:
+    """The official base of ``INDEX_BASES[0]``, which ``index_wheels`` fetched into the cache."""
     path = DEFAULT_CACHE_DIR / OFFICIAL
     assert path.is_file()
     return path
