@@ -12,6 +12,7 @@ import base64
 import contextlib
 import hashlib
 import json
+import ssl
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -96,12 +97,20 @@ def _handler(index: ServedIndex) -> type:
 
 
 @contextlib.contextmanager
-def serving(index: ServedIndex) -> Iterator[ServedIndex]:
-    """Serve ``index`` on a free port of localhost; ``index.url`` is its ``/simple`` URL."""
+def serving(index: ServedIndex, tls: Optional[Tuple[Path, Path]] = None) -> Iterator[ServedIndex]:
+    """Serve ``index`` on a free port of localhost; ``index.url`` is its ``/simple`` URL.
+
+    ``tls``: (certificate, key) files to serve HTTPS with.
+    """
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(index))
+    if tls is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*tls)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    index.url = f"http://127.0.0.1:{server.server_address[1]}/simple"
+    scheme = "https" if tls else "http"
+    index.url = f"{scheme}://127.0.0.1:{server.server_address[1]}/simple"
     try:
         yield index
     finally:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List
 
@@ -135,6 +136,48 @@ def test_credentials_are_never_printed(
     (line,) = _errors(captured.err)
     shown = re.escape(url.format(port=port).replace(f"user:{TOKEN}@", ""))
     assert re.match(f"error: .*(could not reach the package index|the package index) {shown}", line)
+
+
+def _self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 that no system trusts, and its key."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj"]
+        + ["/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+        + ["-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is required")
+def test_an_https_index_is_trusted_through_pips_cert_setting(
+    official: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A private index's own certificate authority, set in pip's configuration, is the one the
+    build trusts; without it, the index is refused in one line."""
+    cert, key = _self_signed(tmp_path)
+    monkeypatch.delenv("PIP_CERT", raising=False)
+    without, with_cert = tmp_path / "plain.conf", tmp_path / "cert.conf"
+    without.write_text("[global]\n")
+    with_cert.write_text(f"[global]\ncert = {cert}\n")
+    with serving(ServedIndex.of(official), tls=(cert, key)) as index:
+        monkeypatch.setenv("PIP_INDEX_URL", index.url)
+        monkeypatch.setenv("PIP_CONFIG_FILE", str(without))
+        argv = ["build", *RELEASE_ARGS, "--cache", str(tmp_path / "c"), "--out"]
+        assert main(argv + [str(tmp_path / "refused")]) == 1
+        (line,) = _errors(capsys.readouterr().err)
+        assert line.startswith(f"error: could not reach the package index {index.url}/")
+        assert "CERTIFICATE_VERIFY_FAILED" in line
+        monkeypatch.setenv("PIP_CONFIG_FILE", str(with_cert))
+        assert main(argv + [str(tmp_path / "built")]) == 0
+    assert [p.name for p in (tmp_path / "built").iterdir()] == [
+        official.name.replace("2.14.0", f"2.14.0+{LOCAL_LABEL}")
+    ]
 
 
 # --- The cache folder, and malformed names in the index's list -----------------------------

@@ -8,9 +8,10 @@ have the lock's sha256: never by a version, which an index offering ``2.14.0+cu9
 ``2.14.0`` would win. Only a base the lock does not know (the user's opt-in) goes through
 ``pip download ==<release>``, so that pip's choice of a CUDA variant applies to it.
 
-An index URL may carry a user name and password (``https://user:token@host/simple``), as pip
-allows: they are sent as an HTTP basic ``Authorization`` header to that host only, and never
-shown (:func:`shown_url`). Two failures are kept apart: :class:`IndexUnreachable` (the network
+The certificate authorities are those of pip's ``cert`` setting where it names a file, else
+the system's. An index URL may carry a user name and password
+(``https://user:token@host/simple``), as pip allows: they are sent as an HTTP basic
+``Authorization`` header to that host only, and never shown (:func:`shown_url`). Two failures are kept apart: :class:`IndexUnreachable` (the network
 or the index failed; nothing is known) and :class:`NoSuchWheel` (the index answered, and has
 no such wheel).
 """
@@ -18,10 +19,12 @@ no such wheel).
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import logging
 import os
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -79,8 +82,10 @@ _NETWORK_WORDS = (
     "Connection refused",
 )
 
-# Keys of ``pip config list`` naming the index ``pip download`` uses, strongest first.
+# Keys of ``pip config list`` naming the index ``pip download`` uses, and the certificate
+# authorities pip trusts, strongest first.
 _INDEX_KEYS = (":env:.index-url", "download.index-url", "global.index-url")
+_CERT_KEYS = (":env:.cert", "download.cert", "global.cert")
 
 
 class IndexUnreachable(PatchError):
@@ -100,23 +105,44 @@ class IndexFile:
     sha256: Optional[str]
 
 
-def _pip_configured_index() -> Optional[str]:
-    """The ``index-url`` of pip's configuration (files and ``PIP_*``), asked of pip itself."""
+@functools.lru_cache(maxsize=8)
+def _pip_config_for(pip_environment: Tuple[Tuple[str, str], ...]) -> Tuple[Tuple[str, str], ...]:
+    """``pip config list`` as (key, value) pairs, for one set of ``PIP_*`` variables."""
     command = [sys.executable, "-m", "pip", "config", "list"]
     try:
         completed = subprocess.run(command, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
-        return None
-    found: Dict[str, str] = {}
-    for line in completed.stdout.splitlines():
-        key, _, value = line.partition("=")
-        found[key.strip()] = value.strip().strip("'\"")
-    return next((found[key] for key in _INDEX_KEYS if found.get(key)), None)
+        return ()
+    pairs = (line.partition("=") for line in completed.stdout.splitlines())
+    return tuple((key.strip(), value.strip().strip("'\"")) for key, _, value in pairs)
+
+
+def _pip_setting(keys: Tuple[str, ...]) -> Optional[str]:
+    """The first of ``keys`` that pip's configuration (files and ``PIP_*``) sets, asked of pip
+    itself once per set of ``PIP_*`` variables."""
+    pip_environment = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("PIP_")))
+    found = dict(_pip_config_for(pip_environment))
+    return next((found[key] for key in keys if found.get(key)), None)
 
 
 def index_url() -> str:
     """The index pip uses: ``PIP_INDEX_URL``, else pip's configuration, else PyPI."""
-    return os.environ.get("PIP_INDEX_URL", "").strip() or _pip_configured_index() or DEFAULT_INDEX
+    return os.environ.get("PIP_INDEX_URL", "").strip() or _pip_setting(_INDEX_KEYS) or DEFAULT_INDEX
+
+
+def _ssl_context() -> Optional[ssl.SSLContext]:
+    """The certificate authorities pip trusts where its ``cert`` setting names a file (a
+    private index's own authority); ``None``: the system's, as urllib takes them."""
+    cert = _pip_setting(_CERT_KEYS)
+    if cert is None:
+        return None
+    try:
+        return ssl.create_default_context(cafile=cert)
+    except (OSError, ssl.SSLError) as error:
+        raise PatchError(
+            f"pip's cert setting {cert!r} cannot be read as certificate authorities ({error}); "
+            "fix it in pip's configuration or PIP_CERT"
+        ) from None
 
 
 def shown_url(url: str) -> str:
@@ -167,8 +193,9 @@ def _get(url: str, accept: str, headers: Optional[Dict[str, str]] = None) -> Opt
         return _read_local(url)
     plain, auth = _credentials(url)
     request = urllib.request.Request(plain, headers={"Accept": accept, **auth, **(headers or {})})
+    context = _ssl_context() if plain.startswith("https:") else None
     try:
-        with urllib.request.urlopen(request, timeout=INDEX_TIMEOUT_S) as response:
+        with urllib.request.urlopen(request, timeout=INDEX_TIMEOUT_S, context=context) as response:
             body: bytes = response.read(MAX_WHEEL_BYTES + 1)
             return body
     except urllib.error.HTTPError as error:
