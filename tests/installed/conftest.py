@@ -20,7 +20,7 @@ from installed_helpers import (
     probe,
     releases_to_test,
 )
-from patched_wheel.download import BaseRequest
+from patched_wheel.request import BaseRequest
 
 
 @dataclass(frozen=True)

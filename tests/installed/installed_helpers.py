@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from patched_wheel.build import build_patched_wheel
-from patched_wheel.download import BaseRequest, NoSuchWheel
 from patched_wheel.lock import load_lock
 from patched_wheel.paths import DEFAULT_CACHE_DIR, DEFAULT_OVERLAY
-from patched_wheel.resolve import fetch_base
+from patched_wheel.request import BaseRequest
+from patched_wheel.resolve import fetch_base, official_name
 from patched_wheel.wheelfile import record_hash
 
 T = TypeVar("T")
@@ -62,11 +62,12 @@ class PatchedWheels:
         self._building: Dict[str, "Future[Path]"] = {}
 
     def of(self, request: BaseRequest) -> Optional[Path]:
-        """The patched wheel of ``request``'s official wheel; ``None`` if PyPI has none."""
-        try:
-            base = fetch_base(request, lock=load_lock(), cache_dir=DEFAULT_CACHE_DIR)
-        except NoSuchWheel:
+        """The patched wheel of ``request``'s official wheel; ``None`` if PyPI has none (the
+        lock, refreshed from PyPI, knows no such file)."""
+        lock = load_lock()
+        if official_name(request, lock) is None:
             return None
+        base = fetch_base(request, lock=lock, cache_dir=DEFAULT_CACHE_DIR)
         with self._lock:
             future = self._building.get(base.filename)
             owner = future is None

@@ -13,14 +13,15 @@ from typing import Dict, List, Tuple
 from urllib.parse import unquote
 
 import pytest
+from index_server import ServedIndex, serving
 from installed_helpers import INDEX_BASES
 from patched_wheel import PatchError
 from patched_wheel.__main__ import main
-from patched_wheel.download import BaseRequest
 from patched_wheel.index import IndexedWheel, index_pages, write_simple_index
 from patched_wheel.paths import DEFAULT_CACHE_DIR
+from patched_wheel.request import BaseRequest
 from uv import find_uv_bin
-from wheel_helpers import LABEL
+from wheel_helpers import LABEL, fetch
 
 PATCHED_X86 = f"torch_tensorrt-2.14.0+{LABEL}-cp311-cp311-manylinux_2_28_x86_64.whl"
 
@@ -185,9 +186,16 @@ def test_the_index_command(
     assert "is not a folder; give the folder of the wheels" in capsys.readouterr().err
 
 
-def test_the_matrix_command_writes_the_index(tmp_path: Path) -> None:
+@pytest.mark.network
+def test_the_matrix_command_writes_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Against an index served here, offering the official wheel (fetched into the cache)."""
+    official = fetch("2.14.0", "3.11", "manylinux_2_28_x86_64")
     arguments = ["--release", "2.14.0", "--platform", "manylinux_2_28_x86_64", "--python", "3.11"]
-    assert main(["matrix", "--out", str(tmp_path), *arguments]) == 0
+    with serving(ServedIndex.of(official)) as index:
+        monkeypatch.setenv("PIP_INDEX_URL", index.url)
+        assert main(["matrix", "--out", str(tmp_path), *arguments]) == 0
     found = links((tmp_path / "simple" / "torch-tensorrt" / "index.html").read_text())
     assert [text for _, _, text in found] == [PATCHED_X86]
 

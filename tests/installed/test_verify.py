@@ -12,11 +12,11 @@ import pytest
 from installed_helpers import INDEX_BASES, rewrite_wheel
 from patched_wheel import PatchError
 from patched_wheel.__main__ import main
-from patched_wheel.download import BaseRequest
 from patched_wheel.lock import Lock, load_lock
 from patched_wheel.overlay import read_overlay
 from patched_wheel.paths import DEFAULT_CACHE_DIR
 from patched_wheel.policy import LABEL_NAME
+from patched_wheel.request import BaseRequest
 from patched_wheel.verify import (
     Difference,
     Verification,
@@ -45,7 +45,8 @@ def patched(index_wheels: Dict[BaseRequest, Path]) -> Path:
 
 
 @pytest.fixture(scope="module")
-def official() -> Path:
+def official(index_wheels: Dict[BaseRequest, Path]) -> Path:
+    """The official base of ``INDEX_BASES[0]``, which ``index_wheels`` fetched into the cache."""
     path = DEFAULT_CACHE_DIR / OFFICIAL
     assert path.is_file()
     return path

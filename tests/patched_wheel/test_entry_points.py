@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
+from index_server import ServedIndex, serving
 from patched_wheel.__main__ import main
 from patched_wheel.backend import prepare_metadata_for_build_wheel
 from patched_wheel.base import read_base
 from patched_wheel.build import build_patched_wheel
 from patched_wheel.choice import choice_from_environment
-from patched_wheel.download import BaseRequest
 from patched_wheel.lock import load_lock, write_lock
 from patched_wheel.matrix import (
     END_MARKER,
@@ -35,6 +35,7 @@ from patched_wheel.paths import DOCS_MATRIX, README, REPOSITORY
 from patched_wheel.policy import SUPPORTED_RELEASES
 from patched_wheel.provenance import REVISION_FILE, source_revision
 from patched_wheel.refresh import refresh_lock
+from patched_wheel.request import BaseRequest
 from patched_wheel.wheelfile import parse_headers
 from wheel_helpers import LABEL, TEST_PLATFORM, fetch, sha256
 
@@ -268,16 +269,23 @@ def test_bad_options_exit_2_with_a_message(
     assert not (tmp_path / "dist").exists()
 
 
-@pytest.mark.network
 def test_a_wheel_the_index_lacks_is_told_apart(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    base_wheels: Dict[str, Path],
 ) -> None:
-    argv = ["build", "--release", "2.13.0", "--python", "3.9", "--out", str(tmp_path / "dist")]
-    assert main(argv + ["--cache", str(tmp_path / "cache")]) == 1
+    """A base the lock does not know (opted in) goes to pip; an index without it is not an
+    unreachable one."""
+    with serving(ServedIndex.of(base_wheels["2.13.0"])) as index:
+        monkeypatch.setenv("PIP_INDEX_URL", index.url)
+        argv = ["build", "--release", "2.13.0", "--python", "3.9", "--unlocked"]
+        argv += ["--platform", TEST_PLATFORM, "--out", str(tmp_path / "dist")]
+        assert main(argv + ["--cache", str(tmp_path / "cache")]) == 1
     assert capsys.readouterr().err == (
         "error: the package index has no official wheel of torch-tensorrt==2.13.0 for Python "
-        "3.9 on this platform; pick another with TORCHTRT_BASE_VERSION, TORCHTRT_BASE_PLATFORM "
-        "and TORCHTRT_BASE_PYTHON (or --release, --platform and --python)\n"
+        "3.9 on manylinux_2_28_x86_64; pick another with TORCHTRT_BASE_VERSION, "
+        "TORCHTRT_BASE_PLATFORM and TORCHTRT_BASE_PYTHON (or --release, --platform and --python)\n"
     )
 
 
@@ -333,12 +341,17 @@ def test_matrix_offline_exits_1_and_writes_no_table(
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.network
 def test_matrix_command(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], base_wheels: Dict[str, Path]
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    base_wheels: Dict[str, Path],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    argv = ["matrix", "--release", "2.13.0", "--platform", TEST_PLATFORM]
-    assert main(argv + ["--python", "3.11", "--python", "3.9", "--out", str(tmp_path)]) == 0
+    """A combination the index lacks (Python 3.12 here) is passed over."""
+    with serving(ServedIndex.of(base_wheels["2.13.0"])) as index:
+        monkeypatch.setenv("PIP_INDEX_URL", index.url)
+        argv = ["matrix", "--release", "2.13.0", "--platform", TEST_PLATFORM, "--python", "3.11"]
+        assert main(argv + ["--python", "3.12", "--out", str(tmp_path)]) == 0
     captured = capsys.readouterr()
     name = f"torch_tensorrt-2.13.0+{LABEL}-cp311-cp311-manylinux_2_28_x86_64.whl"
     assert re.search(rf"^\[  1/1\] {re.escape(name)} \(\d+\.\d\d s\)$", captured.err, re.M)
@@ -411,6 +424,7 @@ def test_committed_readme_table_is_the_generated_one() -> None:
 
 
 @pytest.mark.network
+@pytest.mark.pypi
 def test_lock_refresh_takes_the_sha256_from_a_fresh_download(
     tmp_path: Path, base_wheels: Dict[str, Path]
 ) -> None:

@@ -21,8 +21,8 @@ import pytest
 from patched_wheel import PatchError
 from patched_wheel.base import read_base
 from patched_wheel.build import build_patched_wheel
-from patched_wheel.download import BaseRequest
 from patched_wheel.lock import Lock, load_lock
+from patched_wheel.request import BaseRequest
 from patched_wheel.resolve import fetch_base
 from patched_wheel.wheelfile import MAX_WHEEL_BYTES
 from wheel_helpers import (

@@ -14,9 +14,9 @@ import zipfile
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
-from patched_wheel.download import BaseRequest
 from patched_wheel.lock import Lock, load_lock
 from patched_wheel.paths import DEFAULT_CACHE_DIR
+from patched_wheel.request import BaseRequest
 from patched_wheel.resolve import ensure_cached
 
 # The tag every real base of the tests has: one Python, one platform, per release.

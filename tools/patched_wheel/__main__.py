@@ -17,19 +17,24 @@ setting is one :class:`~patched_wheel.PatchError`, printed as ``error: ...`` wit
 from __future__ import annotations
 
 import argparse
-import contextlib
+import importlib.util
 import json
 import logging
 import os
 import sys
 from pathlib import Path
-from typing import Callable, Iterator, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence
 
 if __package__ in (None, ""):  # run as ``python tools/patched_wheel``
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+if importlib.util.find_spec("packaging") is None:  # the one package the tool needs
+    sys.exit(
+        "error: the build tool needs the 'packaging' package, which this Python lacks; "
+        f"install it with: {Path(sys.executable).name} -m pip install 'packaging>=24'"
+    )
+
 from patched_wheel import PatchError  # noqa: E402
-from patched_wheel.build import build_patched_wheel  # noqa: E402
 from patched_wheel.choice import (  # noqa: E402
     INSTALLED,
     BaseChoice,
@@ -39,6 +44,7 @@ from patched_wheel.choice import (  # noqa: E402
     request_choice,
     unlocked_from_environment,
 )
+from patched_wheel.console import configure_logging, logging_configured  # noqa: E402
 from patched_wheel.files import write_text_atomically  # noqa: E402
 from patched_wheel.index import write_simple_index  # noqa: E402
 from patched_wheel.labels import (  # noqa: E402
@@ -47,6 +53,7 @@ from patched_wheel.labels import (  # noqa: E402
     release_label,
 )
 from patched_wheel.lock import load_lock  # noqa: E402
+from patched_wheel.make import make_patched_wheel  # noqa: E402
 from patched_wheel.matrix import (  # noqa: E402
     build_matrix,
     matrix_document,
@@ -75,7 +82,6 @@ from patched_wheel.policy import (  # noqa: E402
 from patched_wheel.provenance import overlay_sha256  # noqa: E402
 from patched_wheel.provenance_record import format_record  # noqa: E402
 from patched_wheel.refresh import refresh_lock  # noqa: E402
-from patched_wheel.resolve import resolve_base  # noqa: E402
 from patched_wheel.verify import format_report, verify_patched_wheel  # noqa: E402
 from patched_wheel.wheelfile import read_wheel, read_wheel_file  # noqa: E402
 
@@ -116,9 +122,13 @@ def _build_choice(args: argparse.Namespace) -> BaseChoice:
 
 
 def _build(args: argparse.Namespace) -> int:
-    lock = load_lock(args.lock)
-    base = resolve_base(_build_choice(args), lock=lock, cache_dir=args.cache)
-    patched = build_patched_wheel(base, out_dir=args.out, overlay=read_overlay(args.overlay))
+    patched = make_patched_wheel(
+        _build_choice(args),
+        out_dir=args.out,
+        lock=load_lock(args.lock),
+        cache_dir=args.cache,
+        overlay=read_overlay(args.overlay),
+    )
     print(patched)
     return 0
 
@@ -225,21 +235,34 @@ def _add_base_options(command: argparse.ArgumentParser) -> None:
         help="build a base the lock of official wheels does not know (with a warning) instead "
         "of refusing it; its bytes are then checked by nothing but its own RECORD",
     )
-    command.add_argument("--out", type=Path, default=Path("dist"), help="output folder")
+    command.add_argument(
+        "--out", type=Path, default=Path("dist"), help="output folder (default: %(default)s)"
+    )
 
 
 def _add_matrix_options(command: argparse.ArgumentParser) -> None:
     supported = ", ".join(SUPPORTED_RELEASES)
     command.add_argument(
-        "--release", type=RELEASE, action="append", help=f"a base release (default: {supported})"
+        "--release",
+        type=RELEASE,
+        action="append",
+        help=f"a base release; repeat for more (default: all supported, {supported})",
     )
     command.add_argument(
-        "--platform", type=PLATFORM, action="append", help=f"default: {', '.join(PLATFORMS)}"
+        "--platform",
+        type=PLATFORM,
+        action="append",
+        help=f"a platform tag; repeat for more (default: {', '.join(PLATFORMS)})",
     )
     command.add_argument(
-        "--python", type=PYTHON, action="append", help=f"default: {', '.join(PYTHONS)}"
+        "--python",
+        type=PYTHON,
+        action="append",
+        help=f"a Python version; repeat for more (default: {', '.join(PYTHONS)})",
     )
-    command.add_argument("--jobs", type=int, default=4, help="parallel downloads")
+    command.add_argument(
+        "--jobs", type=int, default=4, help="parallel downloads (default: %(default)s)"
+    )
 
 
 def _add_verify_options(command: argparse.ArgumentParser) -> None:
@@ -278,6 +301,30 @@ def _add_provenance_commands(
     register.set_defaults(run=_register_overlay)
 
 
+def _add_file_options(
+    command: argparse.ArgumentParser, *, with_cache: bool, with_overlay: bool
+) -> None:
+    """``--lock``; ``--cache`` for the commands that read bases; ``--overlay`` for those that
+    build (``verify`` has its own: by default the overlay the wheel's record names)."""
+    command.add_argument(
+        "--lock", type=Path, default=LOCK_FILE, help="the lock file (default: %(default)s)"
+    )
+    if with_cache:
+        command.add_argument(
+            "--cache",
+            type=Path,
+            default=DEFAULT_CACHE_DIR,
+            help="folder of downloaded official wheels (default: %(default)s)",
+        )
+    if with_overlay:
+        command.add_argument(
+            "--overlay",
+            type=Path,
+            default=DEFAULT_OVERLAY,
+            help="the overlay (default: %(default)s)",
+        )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python tools/patched_wheel",
@@ -288,7 +335,9 @@ def _parser() -> argparse.ArgumentParser:
     _add_base_options(build)
     build.set_defaults(run=_build)
     matrix = commands.add_parser("matrix", help="build every supported release x platform x Python")
-    matrix.add_argument("--out", type=Path, default=Path("dist/matrix"), help="output folder")
+    matrix.add_argument(
+        "--out", type=Path, default=Path("dist/matrix"), help="output folder (default: %(default)s)"
+    )
     matrix.add_argument(
         "--update-docs",
         action="store_true",
@@ -309,43 +358,10 @@ def _parser() -> argparse.ArgumentParser:
     _add_verify_options(verify)
     _add_provenance_commands(commands)
     for command in (build, matrix, lock, verify):
-        command.add_argument("--lock", type=Path, default=LOCK_FILE, help="the lock file")
-    for command in (build, matrix, verify):
-        command.add_argument("--cache", type=Path, default=DEFAULT_CACHE_DIR, help="base cache")
-    for command in (build, matrix):
-        command.add_argument("--overlay", type=Path, default=DEFAULT_OVERLAY, help="the overlay")
+        _add_file_options(
+            command, with_cache=command is not lock, with_overlay=command in (build, matrix)
+        )
     return parser
-
-
-class _Formatter(logging.Formatter):
-    """Progress as plain lines; warnings and worse with their level, as ``warning: ...``."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        message = super().format(record)
-        if record.levelno >= logging.WARNING:
-            return f"{record.levelname.lower()}: {message}"
-        return message
-
-
-def configure_logging() -> None:
-    """The build's log lines on stderr: progress (INFO) and warnings."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_Formatter("%(message)s"))
-    logger.handlers[:] = [handler]
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
-
-
-@contextlib.contextmanager
-def _logging_configured() -> Iterator[None]:
-    """:func:`configure_logging` for one command, then the logger as it was (for callers
-    that run :func:`main` in their own process, such as tests)."""
-    saved = (list(logger.handlers), logger.level, logger.propagate)
-    configure_logging()
-    try:
-        yield
-    finally:
-        logger.handlers[:], logger.level, logger.propagate = saved
 
 
 def _with_defaults(args: argparse.Namespace) -> argparse.Namespace:
@@ -366,7 +382,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         and (args.release or args.platform or args.python)
     ):
         parser.error("--base-wheel fixes release, platform and Python; leave those options out")
-    with _logging_configured():
+    with logging_configured():
         try:
             status: int = args.run(args)
         except PatchError as error:

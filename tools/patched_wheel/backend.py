@@ -1,89 +1,213 @@
-"""The PEP 517 build backend of ``pip install .``: setuptools, with the base's metadata.
+"""The PEP 517 build backend of this repository: the whole build, without setuptools.
 
-pip reads a project's metadata before it builds the wheel (``prepare_metadata_for_build_wheel``)
-and resolves the requirements from that metadata, not from the wheel. setuptools alone would
-hand pip this repository's ``pyproject.toml`` metadata, which has no ``Requires-Dist``: ``pip
-install .`` would then install the patched wheel without torch or TensorRT. This backend
-answers that hook with the METADATA the patched wheel carries (the base's, its ``Version`` the
-patched one), so pip resolves the official wheel's requirements (``Requires-Dist``,
-``Requires-Python``) exactly as it would for the official wheel. Every other hook is
-setuptools', whose ``bdist_wheel`` (``setup.py``) builds the patched wheel.
+``pip wheel .``, ``pip install .``, ``python -m build`` and ``uv build`` / ``uv pip install .``
+call these hooks (``pyproject.toml``: ``build-backend = "patched_wheel.backend"``). Nothing is
+compiled: :func:`build_wheel` hands the base that the environment chooses
+(:mod:`patched_wheel.choice`) to :func:`patched_wheel.make.make_patched_wheel`, the function the
+command line's ``build`` calls too, so every route gives the same bytes.
 
-Cost: the hook resolves the base, so the official wheel is fetched (or found in the cache) and
-checked before pip resolves the requirements, as the wheel build would do right after.
+* :func:`prepare_metadata_for_build_wheel` answers with the METADATA the patched wheel will
+  carry (the official wheel's, with the patched version), so that pip resolves torch and
+  TensorRT exactly as for the official wheel. It resolves the base as the wheel build does
+  (fetched, or found in the cache, and checked): pip runs each hook in a process of its own,
+  so the wheel build then finds it in the cache.
+* :func:`build_sdist` writes the tree the build needs to run again: the build tool with its
+  lock, the overlay, ``pyproject.toml``, and ``.source-revision.json`` (the git revision, for
+  the provenance of a wheel built from the sdist, where there is no git). Its version is the
+  patched version of the chosen base, known without the network.
+* The editable hooks refuse: a patched wheel is the official wheel with one file replaced, and
+  there is no source tree of it to edit in place.
+
+The base is chosen by the environment only (``TORCHTRT_BASE_*``, see
+:mod:`patched_wheel.choice`); ``config_settings`` are not read. A refusal is one line,
+``error: ...``, and the hook exits with status 1.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gzip
+import io
 import os
+import tarfile
+import tempfile
 from pathlib import Path
-from typing import Dict, List, Optional, Union
+from typing import Dict, Iterator, List, Optional, Tuple, Union
 
 from patched_wheel import PatchError
-from patched_wheel.build import build_origin
-from patched_wheel.choice import choice_from_environment
+from patched_wheel.build import current_label
+from patched_wheel.choice import BaseChoice, choice_from_environment
+from patched_wheel.console import logging_configured
 from patched_wheel.lock import load_lock
+from patched_wheel.make import make_patched_wheel, patched_metadata
 from patched_wheel.overlay import read_overlay
-from patched_wheel.paths import REPOSITORY
-from patched_wheel.plan import plan_patch
+from patched_wheel.paths import DEFAULT_OVERLAY, LOCK_FILE, REPOSITORY
+from patched_wheel.plan import patched_version
 from patched_wheel.provenance import REVISION_FILE, write_revision_file
-from patched_wheel.resolve import resolve_base
-from setuptools.build_meta import build_sdist as setuptools_build_sdist  # type: ignore[import-untyped]
-from setuptools.build_meta import (
-    build_wheel,
-    get_requires_for_build_sdist,
-    get_requires_for_build_wheel,
-)
+from patched_wheel.wheelfile import parse_wheel_name
 
 __all__ = [
+    "build_editable",
     "build_sdist",
     "build_wheel",
+    "get_requires_for_build_editable",
     "get_requires_for_build_sdist",
     "get_requires_for_build_wheel",
-    "patched_metadata",
+    "prepare_metadata_for_build_editable",
     "prepare_metadata_for_build_wheel",
+    "sdist_version",
 ]
 
 ConfigSettings = Optional[Dict[str, Union[str, List[str], None]]]
 
+# The time of the sdist's members without SOURCE_DATE_EPOCH: fixed, so that two sdists of one
+# tree are the same bytes (1980-01-01, as the zip floor of the wheels).
+SDIST_DEFAULT_MTIME = 315532800
 
-def patched_metadata() -> tuple[str, bytes]:
-    """The patched wheel's ``.dist-info`` name and METADATA, for the base the environment
-    chooses (the same choice, checks and plan as the wheel build)."""
-    base = resolve_base(choice_from_environment(os.environ), lock=load_lock())
-    overlay = read_overlay()
-    plan = plan_patch(base, overlay, origin=build_origin(overlay))
-    return plan.dist_info, plan.new_members[f"{plan.dist_info}/METADATA"]
+# The files of the repository an sdist carries besides the build tool's folder and the overlay.
+SDIST_FILES = ("pyproject.toml", "README.md", "LICENSE")
+
+EDITABLE_REFUSED = (
+    "error: an editable install of torch_tensorrt is not possible here: the patched wheel is "
+    "the official wheel with one file replaced, so there is no source tree to edit in place; "
+    "install it with 'pip install .' (without -e)"
+)
+
+
+@contextlib.contextmanager
+def _one_line_errors() -> Iterator[None]:
+    """A refusal as one ``error: ...`` line and exit status 1, with the build's log lines."""
+    with logging_configured():
+        try:
+            yield
+        except PatchError as error:
+            raise SystemExit(f"error: {error}") from None
+
+
+def get_requires_for_build_wheel(config_settings: ConfigSettings = None) -> List[str]:
+    """Nothing beyond ``build-system.requires``."""
+    return []
+
+
+def get_requires_for_build_sdist(config_settings: ConfigSettings = None) -> List[str]:
+    """Nothing beyond ``build-system.requires``."""
+    return []
 
 
 def prepare_metadata_for_build_wheel(
     metadata_directory: str, config_settings: ConfigSettings = None
 ) -> str:
     """Write ``<name>-<version>.dist-info/METADATA`` as the patched wheel will carry it."""
-    try:
-        dist_info, metadata = patched_metadata()
-    except PatchError as error:
-        raise SystemExit(f"error: {error}") from None
+    with _one_line_errors():
+        choice = choice_from_environment(os.environ)
+        dist_info, metadata = patched_metadata(choice, lock=load_lock())
     folder = Path(metadata_directory) / dist_info
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "METADATA").write_bytes(metadata)
     return dist_info
 
 
-def build_sdist(sdist_directory: str, config_settings: ConfigSettings = None) -> str:
-    """setuptools' sdist, carrying the repository's revision in ``.source-revision.json``.
+def build_wheel(
+    wheel_directory: str,
+    config_settings: ConfigSettings = None,
+    metadata_directory: Optional[str] = None,
+) -> str:
+    """Write the patched wheel of the chosen base into ``wheel_directory``; its file name."""
+    with _one_line_errors():
+        choice = choice_from_environment(os.environ)
+        patched = make_patched_wheel(choice, out_dir=Path(wheel_directory), lock=load_lock())
+        print(f"patched wheel: {patched.name}")
+    return patched.name
 
-    An sdist has no ``.git``; the wheel built from it names the revision the sdist was made
-    from (its provenance record), read from that file. In a git checkout the file is written
-    for the sdist (``MANIFEST.in`` takes it) and removed after; a tree without git (an
-    unpacked sdist) passes on the file it has.
-    """
-    from_git = (REPOSITORY / ".git").exists()
-    if from_git:
-        write_revision_file(REPOSITORY)
+
+def sdist_version(choice: BaseChoice) -> str:
+    """The patched version of the chosen base, known without the network."""
+    label = current_label(read_overlay())
+    if choice.wheel is not None:
+        return patched_version(parse_wheel_name(choice.wheel.name).written_version, label)
+    return patched_version(choice.request.release, label)
+
+
+def _sdist_sources(revision_folder: Path) -> List[Tuple[str, Path]]:
+    """(path in the sdist, file) of everything the build needs to run again, sorted."""
+    tool = LOCK_FILE.parent
+    files = [(name, REPOSITORY / name) for name in SDIST_FILES if (REPOSITORY / name).is_file()]
+    files += [
+        (path.relative_to(REPOSITORY).as_posix(), path)
+        for path in tool.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
+    ]
+    files.append((DEFAULT_OVERLAY.relative_to(REPOSITORY).as_posix(), DEFAULT_OVERLAY))
+    files.append((REVISION_FILE, revision_folder / REVISION_FILE))
+    return sorted(files)
+
+
+def _pkg_info(version: str) -> bytes:
+    return (
+        "Metadata-Version: 2.1\nName: torch_tensorrt\n"
+        f"Version: {version}\n"
+        "Summary: torch_tensorrt with the compile-memory fixes, patched into the official wheel\n"
+        "Requires-Python: >=3.10\n"
+    ).encode("utf-8")
+
+
+def _tar_member(name: str, data: bytes, mtime: int) -> Tuple[tarfile.TarInfo, io.BytesIO]:
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime, info.mode = len(data), mtime, 0o644
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    return info, io.BytesIO(data)
+
+
+def _write_sdist(path: Path, top: str, members: List[Tuple[str, bytes]], mtime: int) -> None:
+    """A gzip'd tar of ``members`` under ``top/``, with fixed times and owners (reproducible),
+    written under a temporary name and renamed into place."""
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
-        name: str = setuptools_build_sdist(sdist_directory, config_settings)
+        with os.fdopen(descriptor, "wb") as stream:
+            with gzip.GzipFile(filename="", mode="wb", fileobj=stream, mtime=0) as zipped:
+                with tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as tar:
+                    for name, data in members:
+                        tar.addfile(*_tar_member(f"{top}/{name}", data, mtime))
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
     finally:
-        if from_git:
-            (REPOSITORY / REVISION_FILE).unlink(missing_ok=True)
-    return name
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+
+
+def build_sdist(sdist_directory: str, config_settings: ConfigSettings = None) -> str:
+    """Write ``torch_tensorrt-<patched version>.tar.gz`` into ``sdist_directory``."""
+    with _one_line_errors():
+        version = sdist_version(choice_from_environment(os.environ))
+    top = f"torch_tensorrt-{version}"
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    mtime = int(epoch) if epoch.isdigit() else SDIST_DEFAULT_MTIME
+    with tempfile.TemporaryDirectory() as folder:
+        write_revision_file(Path(folder))
+        members = [(name, path.read_bytes()) for name, path in _sdist_sources(Path(folder))]
+    members = sorted(members + [("PKG-INFO", _pkg_info(version))])
+    Path(sdist_directory).mkdir(parents=True, exist_ok=True)
+    _write_sdist(Path(sdist_directory) / f"{top}.tar.gz", top, members, mtime)
+    return f"{top}.tar.gz"
+
+
+def get_requires_for_build_editable(config_settings: ConfigSettings = None) -> List[str]:
+    """Refused: see :data:`EDITABLE_REFUSED`."""
+    raise SystemExit(EDITABLE_REFUSED)
+
+
+def prepare_metadata_for_build_editable(
+    metadata_directory: str, config_settings: ConfigSettings = None
+) -> str:
+    """Refused: see :data:`EDITABLE_REFUSED`."""
+    raise SystemExit(EDITABLE_REFUSED)
+
+
+def build_editable(
+    wheel_directory: str,
+    config_settings: ConfigSettings = None,
+    metadata_directory: Optional[str] = None,
+) -> str:
+    """Refused: see :data:`EDITABLE_REFUSED`."""
+    raise SystemExit(EDITABLE_REFUSED)

@@ -11,24 +11,31 @@ The environment of ``pip wheel .`` and ``python -m build``:
   Python;
 * ``TORCHTRT_BASE_UNLOCKED=1``: a base the lock of official wheels does not know is built
   (with a warning) instead of refused.
+
+Any other ``TORCHTRT_BASE_*`` variable, or a near miss of these names, is refused with the
+name it probably meant: a misspelt variable would otherwise be ignored, and the build would
+quietly patch another release than the one asked for.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Optional
 
 from patched_wheel import PatchError
-from patched_wheel.download import BaseRequest
 from patched_wheel.installed import INSTALLED, installed_request
 from patched_wheel.policy import DEFAULT_RELEASE, canonical_python, canonical_release
+from patched_wheel.request import BaseRequest
 
 __all__ = [
     "BaseChoice",
     "INSTALLED",
+    "VARIABLES",
     "canonical_platform",
+    "check_variable_names",
     "choice_from_environment",
     "release_or_installed",
     "request_choice",
@@ -36,6 +43,13 @@ __all__ = [
 ]
 
 _REQUEST_VARIABLES = ("TORCHTRT_BASE_VERSION", "TORCHTRT_BASE_PLATFORM", "TORCHTRT_BASE_PYTHON")
+
+# Every variable the build reads.
+VARIABLES = ("TORCHTRT_BASE_WHEEL", *_REQUEST_VARIABLES, "TORCHTRT_BASE_UNLOCKED")
+
+# How alike a name must be to one of VARIABLES to count as a misspelling of it (difflib's
+# ratio): TORCHTRT_BSAE_VERSION is (0.95), upstream's TORCHTRT_ENABLE_BUILDER_MALLOC_TRIM is not.
+_NEAR_MISS = 0.85
 
 
 @dataclass(frozen=True)
@@ -62,8 +76,32 @@ def canonical_platform(value: str) -> str:
 
 
 def release_or_installed(value: str) -> str:
-    """A canonical release, or ``installed``."""
-    return value if value == INSTALLED else canonical_release(value)
+    """A canonical release, or ``installed`` (``Installed``, ``INSTALLED ``: suggested)."""
+    if value == INSTALLED:
+        return value
+    if value.strip().lower() == INSTALLED:
+        raise ValueError(f"{value!r} is not a release; write {INSTALLED!r} for the installed one")
+    return canonical_release(value)
+
+
+def _misspelt(name: str) -> bool:
+    if name in VARIABLES:
+        return False
+    near = difflib.get_close_matches(name, VARIABLES, n=1, cutoff=_NEAR_MISS)
+    return name.startswith("TORCHTRT_BASE_") or bool(near)
+
+
+def check_variable_names(environ: Mapping[str, str]) -> None:
+    """Refuse a ``TORCHTRT_BASE_*`` variable the build does not read, or a near miss.
+
+    Raises:
+        PatchError: Naming the variable and the one it probably meant.
+    """
+    for name in sorted(filter(_misspelt, environ)):
+        near = difflib.get_close_matches(name, VARIABLES, n=1, cutoff=0.0)
+        raise PatchError(
+            f"{name} is not a variable of the build; did you mean {near[0]}? Rename or unset it"
+        )
 
 
 def _checked(environ: Mapping[str, str], name: str, check: Callable[[str], str]) -> Optional[str]:
@@ -79,6 +117,7 @@ def _checked(environ: Mapping[str, str], name: str, check: Callable[[str], str])
 
 def unlocked_from_environment(environ: Mapping[str, str]) -> bool:
     """``TORCHTRT_BASE_UNLOCKED``: ``1`` opts in to bases the lock does not know."""
+    check_variable_names(environ)
     value = environ.get("TORCHTRT_BASE_UNLOCKED", "")
     if value not in ("", "0", "1"):
         raise PatchError(f"TORCHTRT_BASE_UNLOCKED={value!r} is not 0 or 1; set 1 to opt in")

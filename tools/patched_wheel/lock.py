@@ -14,7 +14,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import FrozenSet, Mapping, Optional
+from typing import FrozenSet, List, Mapping, Optional, Tuple
 
 from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
@@ -22,7 +22,8 @@ from packaging.version import InvalidVersion, Version
 from patched_wheel import PatchError
 from patched_wheel.files import write_text_atomically
 from patched_wheel.paths import LOCK_FILE
-from patched_wheel.policy import supported_releases_text
+from patched_wheel.policy import FIXES, PROJECT, SUPPORTED_RELEASES, supported_releases_text
+from patched_wheel.request import BaseRequest, platforms_serving
 
 __all__ = ["LOCK_FILE", "Lock", "load_lock", "write_lock"]
 
@@ -90,6 +91,41 @@ class Lock:
             filename,
         )
 
+    def _tags_of(self, release: str) -> List[Tag]:
+        """Every tag of the locked wheels of ``release``."""
+        return [
+            tag
+            for name in self.wheels
+            if _valid(name) and parse_wheel_filename(name)[1] == Version(release)
+            for tag in parse_wheel_filename(name)[3]
+        ]
+
+    def unknown_request(self, request: BaseRequest) -> str:
+        """Why the lock has no wheel for ``request``, and what it has instead (one line).
+
+        Told before any network: an unsupported release (too old for the fixes' hooks, or
+        unknown), or a platform or Python the release's official wheels lack.
+        """
+        tags = self._tags_of(request.release)
+        if not tags or Version(request.release) < Version(SUPPORTED_RELEASES[0]):
+            return _unknown_release(request.release)
+        platforms = sorted({tag.platform for tag in tags})
+        if not set(platforms_serving(request.platform)) & set(platforms):
+            asked = repr(request.platform) if request.platform else "this platform"
+            return (
+                f"the official wheels of {PROJECT} {request.release} are not built for {asked};"
+                f" their platforms are {', '.join(platforms)}: set TORCHTRT_BASE_PLATFORM (or "
+                "--platform) to one of them"
+            )
+        served = set(platforms_serving(request.platform))
+        pythons = sorted({_python_of(t) for t in tags if t.platform in served}, key=_python_key)
+        asked = f"Python {request.python}" if request.python else "this Python"
+        return (
+            f"the official wheels of {PROJECT} {request.release} are not built for {asked} on "
+            f"{request.platform or 'this platform'}; their Pythons there are "
+            f"{', '.join(pythons)}: set TORCHTRT_BASE_PYTHON (or --python) to one of them"
+        )
+
     def _same_release_as(self, filename: str) -> Optional[str]:
         try:
             _, version, _, tags = parse_wheel_filename(filename)
@@ -104,6 +140,47 @@ def _same_release(name: str, version: str, tags: FrozenSet[Tag]) -> bool:
         return locked_version == Version(version) and bool(locked_tags & tags)
     except (InvalidWheelFilename, InvalidVersion):
         return False
+
+
+def _valid(name: str) -> bool:
+    try:
+        parse_wheel_filename(name)
+    except (InvalidWheelFilename, InvalidVersion):
+        return False
+    return True
+
+
+def _python_of(tag: Tag) -> str:
+    return f"{tag.interpreter[2]}.{tag.interpreter[3:]}"
+
+
+def _python_key(python: str) -> Tuple[int, ...]:
+    return tuple(int(part) for part in python.split("."))
+
+
+def _unknown_release(release: str) -> str:
+    """Why a release no locked wheel has is refused: too old for the fixes, a variant of
+    another index, or unknown."""
+    hooks = ", ".join(" or ".join(names) for fix in FIXES for names in fix.alternatives())
+    first = SUPPORTED_RELEASES[0]
+    version = Version(release)
+    if version < Version(first):
+        return (
+            f"{PROJECT} {release} is older than {first}, the first release with every function "
+            f"the fixes hook into ({hooks}), so it cannot be patched; supported base releases "
+            f"are {supported_releases_text()}"
+        )
+    if version.local is not None:
+        return (
+            f"{PROJECT} {release} is a variant that the lock of official wheels does not know (it"
+            f" holds PyPI's wheels only); for a wheel you trust from another index, "
+            f"{UNLOCKED_OPT_IN}"
+        )
+    return (
+        f"{PROJECT} {release} is not a supported base release; supported base releases are "
+        f"{supported_releases_text()} (a newer upstream release needs the lock refreshed: "
+        f"'python tools/patched_wheel lock --release {release}')"
+    )
 
 
 def load_lock(path: Path = LOCK_FILE) -> Lock:

@@ -18,18 +18,19 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from patched_wheel import PatchError
 from patched_wheel.base import read_base
 from patched_wheel.build import build_origin, build_patched_wheel, current_label
-from patched_wheel.download import BaseRequest, index_digests, index_url
+from patched_wheel.download import IndexFile, index_files, index_url
 from patched_wheel.files import write_text_atomically
 from patched_wheel.lock import Lock
 from patched_wheel.overlay import read_overlay
 from patched_wheel.plan import BuildOrigin
 from patched_wheel.refresh import indexed_name
-from patched_wheel.resolve import ensure_cached
+from patched_wheel.request import BaseRequest
+from patched_wheel.resolve import ensure_cached, usable_cache
 from patched_wheel.splice import OverlayParts
 
 __all__ = [
@@ -70,15 +71,24 @@ class MatrixEntry:
 
 
 def _fetch(
-    found: Sequence[Tuple[BaseRequest, str]], lock: Lock, cache_dir: Path, jobs: int
+    found: Sequence[Tuple[BaseRequest, str]],
+    lock: Lock,
+    cache_dir: Path,
+    jobs: int,
+    listing: Tuple[str, Mapping[str, IndexFile]],
 ) -> List[Tuple[BaseRequest, str, Optional[Path], Optional[str]]]:
-    """(request, base name, cached path or None, error or None) for each base, in order."""
+    """(request, base name, cached path or None, error or None) for each base, in order.
+
+    ``listing`` is the index and its list of files, asked for once.
+    """
+    index, files = listing
 
     def fetch(
         item: Tuple[BaseRequest, str],
     ) -> Tuple[BaseRequest, str, Optional[Path], Optional[str]]:
         try:
-            return item[0], item[1], ensure_cached(item[0], lock=lock, cache_dir=cache_dir), None
+            path = ensure_cached(item[0], lock=lock, cache_dir=cache_dir, index=index, files=files)
+            return item[0], item[1], path, None
         except PatchError as error:
             return item[0], item[1], None, str(error)
 
@@ -111,33 +121,44 @@ def build_matrix(
     """Build the patched wheel of every base in ``requests`` that the index has.
 
     Raises:
+        PatchError: If the cache folder cannot be used (nothing is fetched).
         IndexUnreachable: If the index's list of files cannot be had (nothing is built).
     """
-    digests = index_digests(index or index_url())
-    found = [(r, n) for r in requests for n in [indexed_name(r, digests)] if n is not None]
-    entries: List[MatrixEntry] = []
-    fetched = _fetch(found, lock, cache_dir, jobs)
-    origin = build_origin(overlay := overlay or read_overlay())  # one for every wheel
+    usable_cache(cache_dir)
+    index = index or index_url()
+    files = index_files(index)
+    found = [(r, n) for r in requests for n in [indexed_name(r, files)] if n is not None]
+    fetched = _fetch(found, lock, cache_dir, jobs, (index, files))
+    overlay = overlay or read_overlay()
+    origin = build_origin(overlay)  # one for every wheel
+    entries = []
     for number, (request, name, path, error) in enumerate(fetched, start=1):
-        start = time.perf_counter()
-        patched = None
-        if path is not None:
-            patched, error = _build_one(path, lock, out_dir, overlay, origin)
-        seconds = time.perf_counter() - start
-        entries.append(
-            MatrixEntry(
-                request.release,
-                str(request.platform),
-                str(request.python),
-                name,
-                patched,
-                seconds,
-                error,
+        entry = _entry(request, name, path, error, (lock, out_dir, overlay, origin))
+        entries.append(entry)
+        if entry.error is None:
+            logger.info(
+                "[%3d/%d] %s (%.2f s)", number, len(fetched), entry.patched_wheel, entry.seconds
             )
-        )
-        done = f"{patched} ({seconds:.2f} s)" if error is None else f"FAILED {name}: {error}"
-        logger.info("[%3d/%d] %s", number, len(fetched), done)
+        else:
+            logger.info("[%3d/%d] FAILED %s: %s", number, len(fetched), name, entry.error)
     return entries
+
+
+def _entry(
+    request: BaseRequest,
+    name: str,
+    path: Optional[Path],
+    error: Optional[str],
+    build: Tuple[Lock, Path, OverlayParts, BuildOrigin],
+) -> MatrixEntry:
+    """The entry of one base: built from its cached ``path``, or failed with ``error``."""
+    start = time.perf_counter()
+    patched = None
+    if path is not None:
+        patched, error = _build_one(path, *build)
+    seconds = time.perf_counter() - start
+    platform, python = str(request.platform), str(request.python)
+    return MatrixEntry(request.release, platform, python, name, patched, seconds, error)
 
 
 def _python_key(python: str) -> tuple[int, ...]:

@@ -36,7 +36,7 @@ DEFAULT_RELEASE = SUPPORTED_RELEASES[-1]
 
 # Platforms and Python versions the matrix and lock commands ask the index for.
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_28_aarch64", "win_amd64")
-PYTHONS = ("3.9", "3.10", "3.11", "3.12", "3.13", "3.14")
+PYTHONS = ("3.10", "3.11", "3.12", "3.13", "3.14")
 
 # The module of the base that the overlay is spliced into.
 TARGET = "torch_tensorrt/dynamo/utils.py"

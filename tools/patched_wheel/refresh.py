@@ -1,8 +1,8 @@
 """Refresh the lock from the index: every sha256 from a fresh download the index vouches for.
 
-For each requested release, platform and Python, the index's list of files (PEP 691 JSON)
-says which official wheel exists and its sha256; pip then downloads that wheel into an empty
-folder (never from a cache) and the sha256 of the bytes it brought must be the index's. Only
+For each requested release, platform and Python, the index's list of files (PEP 691 JSON or
+PEP 503 HTML) says which official wheel exists and its sha256; that exact file is then
+downloaded afresh (never from a cache) and the sha256 of its bytes must be the index's. Only
 when every request was checked is the lock written; any failure leaves it unchanged.
 """
 
@@ -10,67 +10,64 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from packaging.utils import parse_wheel_filename
-from packaging.version import Version
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
 from patched_wheel import PatchError
-from patched_wheel.download import (
-    BaseRequest,
-    NoSuchWheel,
-    acceptable_tags,
-    index_digests,
-    index_url,
-    pip_download,
-)
+from patched_wheel.download import IndexFile, NoSuchWheel, fetch_locked, index_files, index_url
 from patched_wheel.lock import Lock, load_lock, write_lock
 from patched_wheel.paths import LOCK_FILE
+from patched_wheel.request import BaseRequest, acceptable_tags
 
 __all__ = ["indexed_name", "refresh_lock"]
 
 logger = logging.getLogger(__name__)
 
 
-def indexed_name(request: BaseRequest, digests: Mapping[str, str]) -> Optional[str]:
-    """The file on the index that serves ``request`` (a wheel without a build tag), or None."""
+def indexed_name(request: BaseRequest, names: Mapping[str, object]) -> Optional[str]:
+    """The file on the index that serves ``request`` (a wheel without a build tag), or None.
+
+    ``names`` are the index's file names (the keys of its list); a name that is not a wheel
+    file name is passed over.
+    """
     wanted = acceptable_tags(request)
-    for name in sorted(digests):
-        if not name.endswith(".whl"):
+    for name in sorted(names):
+        try:
+            _, version, build, tags = parse_wheel_filename(name)
+        except (InvalidWheelFilename, InvalidVersion):
             continue
-        _, version, build, tags = parse_wheel_filename(name)
         if version == Version(request.release) and not build and tags & wanted:
             return name
     return None
 
 
-def _checked_download(request: BaseRequest, name: str, expected: str) -> Tuple[str, str]:
-    """(file name, sha256) of a fresh download of ``name``, which must match the index."""
-    with tempfile.TemporaryDirectory(prefix="torchtrt-lock-") as folder:
-        data, filename = pip_download(request, Path(folder))
-    actual = hashlib.sha256(data).hexdigest()
-    if filename != name or actual != expected:
+def _checked_download(name: str, files: Mapping[str, IndexFile], index: str) -> Tuple[str, str]:
+    """(file name, sha256) of a fresh download of ``name``, which must match the index's."""
+    expected = files[name].sha256
+    if expected is None:
         raise PatchError(
-            f"{filename}: the download (sha256 {actual}) is not the index's {name} (sha256 "
-            f"{expected}); the lock is left unchanged, try again"
+            f"the package index lists {name} without a sha256; the lock is left unchanged, "
+            "use an index that lists the sha256 of its files (PyPI does)"
         )
-    return filename, actual
+    data = fetch_locked(name, expected, index=index, files=files)
+    return name, hashlib.sha256(data).hexdigest()
 
 
 def _fetch_all(
-    requests: Sequence[BaseRequest], digests: Mapping[str, str], jobs: int
+    requests: Sequence[BaseRequest], files: Mapping[str, IndexFile], index: str, jobs: int
 ) -> Tuple[Dict[str, str], List[str]]:
     """(file name -> sha256 of each fresh download, the problems met)."""
-    found = [(r, indexed_name(r, digests)) for r in requests]
+    found = [(r, indexed_name(r, files)) for r in requests]
     for request, name in found:
         if name is None:
             logger.info("%s: not on the index", request.describe())
 
     def fetch(item: Tuple[BaseRequest, str]) -> Tuple[Optional[Tuple[str, str]], str]:
         try:
-            return _checked_download(item[0], item[1], digests[item[1]]), ""
+            return _checked_download(item[1], files, index), ""
         except PatchError as error:
             return None, f"{item[0].describe()}: {error}"
 
@@ -102,11 +99,12 @@ def refresh_lock(
             the lock file is then unchanged.
     """
     old = load_lock(path) if path.exists() else Lock({})
+    index = index or index_url()
     try:
-        digests = index_digests(index or index_url())
+        files = index_files(index)
     except NoSuchWheel as error:
         raise PatchError(f"{error}; the lock is left unchanged") from None
-    wheels, problems = _fetch_all(requests, digests, jobs)
+    wheels, problems = _fetch_all(requests, files, index, jobs)
     if problems:
         raise PatchError(
             f"{len(problems)} wheel(s) could not be checked, so the lock is left unchanged:\n"
