@@ -156,11 +156,13 @@ def test_the_command_lists_the_differences_and_exits_1(
     captured = capsys.readouterr()
     assert "\nchanged: torch_tensorrt/_compile.py (sha256 " in captured.out
     assert f"--- official/{TARGET}" in captured.out
-    assert "verified" not in captured.out
-    assert captured.err == (
-        f"error: {PATCHED} differs from the official wheel plus this repository's overlay in 1 "
-        "file (listed above); do not install it\n"
+    verdict = (
+        f"NOT verified: {PATCHED} differs from the official wheel plus this repository's "
+        "overlay in 1 file (listed above); do not install it"
     )
+    assert "\nverified" not in captured.out
+    assert captured.out.splitlines()[-1] == verdict
+    assert captured.err == f"error: {verdict}\n"
 
 
 def test_a_different_utils_is_shown_in_the_diff(patched: Path, tmp_path: Path) -> None:

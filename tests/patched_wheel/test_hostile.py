@@ -389,7 +389,7 @@ def test_wheel_beyond_the_size_cap_is_refused_unread(tmp_path: Path, out_dir: Pa
             NAME,
             b"just text\n",
             exactly(
-                f"{NAME}: not a valid zip file (File is not a zip file); the download may be "
+                f"{NAME}: not a valid zip file (its last 22 bytes are not a zip end record without comment); the download may be "
                 "truncated, delete it and download it again"
             ),
             id="text-file-named-as-a-wheel",

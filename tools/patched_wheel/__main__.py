@@ -64,7 +64,13 @@ from patched_wheel.policy import (  # noqa: E402
 )
 from patched_wheel.refresh import refresh_lock  # noqa: E402
 from patched_wheel.resolve import resolve_base  # noqa: E402
-from patched_wheel.verify import format_report, verify_patched_wheel  # noqa: E402
+from patched_wheel.verify import (  # noqa: E402
+    SHOWN_DIFF_LINES,
+    SHOWN_DIFFERENCES,
+    format_report,
+    verdict,
+    verify_patched_wheel,
+)
 
 logger = logging.getLogger("patched_wheel")
 
@@ -158,15 +164,10 @@ def _verify(args: argparse.Namespace) -> int:
         cache_dir=args.cache,
         unlocked=args.unlocked or unlocked_from_environment(os.environ),
     )
-    print(format_report(verification))
+    print(format_report(verification, full_diff=args.full_diff))
     if verification.verified:
         return 0
-    count = len(verification.differences)
-    raise PatchError(
-        f"{verification.patched_wheel} differs from the official wheel plus this repository's "
-        f"overlay in {count} {'file' if count == 1 else 'files'} (listed above); do not "
-        "install it"
-    )
+    raise PatchError(verdict(verification))
 
 
 def _lock(args: argparse.Namespace) -> int:
@@ -221,6 +222,12 @@ def _add_verify_options(command: argparse.ArgumentParser) -> None:
         action="store_true",
         help="compare against an official wheel the lock does not know; its bytes are then "
         "checked by nothing but its own RECORD",
+    )
+    command.add_argument(
+        "--full-diff",
+        action="store_true",
+        help="print the whole diff and every difference (by default the first "
+        f"{SHOWN_DIFF_LINES} lines of the diff and the first {SHOWN_DIFFERENCES} differences)",
     )
     command.set_defaults(run=_verify)
 
