@@ -614,6 +614,14 @@ def _widened(values: Sequence[int], extra: bytes) -> List[int]:
     return [wide.pop(0) if value == _ZIP64_MARK else value for value in values]
 
 
+def _member_widened(name: str, values: Sequence[int], extra: bytes) -> List[int]:
+    """:func:`_widened` for the member ``name``, named in the refusal."""
+    try:
+        return _widened(values, extra)
+    except _ZipRefusal as refusal:
+        raise _ZipRefusal(f"the member {name!r} {refusal}") from None
+
+
 def _decode_name(raw: bytes, flags: int) -> str:
     """A member's name: UTF-8 where flagged, else ASCII (readers differ on any other code)."""
     try:
@@ -639,13 +647,14 @@ def _central_entry(data: bytes, position: int) -> Tuple[zipfile.ZipInfo, bytes, 
     name = _decode_name(raw_name, flags)
     if comment_length or disk != 0 or end > len(data):
         raise _ZipRefusal(f"the member {name!r} has a comment, or lies on another disk")
+    sizes = _member_widened(name, (usize, csize, offset), extra)
     info = zipfile.ZipInfo(name, _dos_date_time(date, time_))
     info.create_version, info.create_system = made_version, made_system
     info.extract_version, info.reserved = needed, needed_system
     info.flag_bits, info.compress_type, info.CRC = flags, method, crc
     info.internal_attr, info.external_attr, info.extra = internal, external, extra
     info.volume, info.comment = 0, b""
-    info.file_size, info.compress_size, info.header_offset = _widened((usize, csize, offset), extra)
+    info.file_size, info.compress_size, info.header_offset = sizes
     return info, raw_name, end
 
 
@@ -684,7 +693,7 @@ def _local_member(
         and _dos_date_time(date, time_) == info.date_time
     )
     local_extra = data[start + name_length : data_start]
-    sizes = [crc] + _widened((usize, csize), local_extra)
+    sizes = [crc] + _member_widened(name, (usize, csize), local_extra)
     described = flags & _DATA_DESCRIPTOR and sizes == [0, 0, 0]
     if not headers_agree or not (described or sizes == _sizes(info)):
         raise _ZipRefusal(f"the member {name!r} has a local header that differs from its entry")
@@ -707,7 +716,9 @@ def _sizes(info: zipfile.ZipInfo) -> List[int]:
 def _descriptor_end(data: bytes, info: zipfile.ZipInfo, position: int) -> int:
     """Where the data descriptor at ``position`` ends; it must carry its signature and the
     entry's CRC and sizes (8-byte sizes where the entry uses ZIP64)."""
-    wide = any(header_id == ZIP64_EXTRA_ID for header_id, _ in _extra_fields(info.extra))
+    wide = any(header_id == ZIP64_EXTRA_ID for header_id, _ in _extra_fields(info.extra)) or (
+        info.file_size >= _ZIP64_MARK or info.compress_size >= _ZIP64_MARK
+    )
     layout = struct.Struct("<4sLQQ" if wide else "<4sLLL")
     if position + layout.size > len(data):
         raise _ZipRefusal(f"the member {info.filename!r} runs past the end of the file")
