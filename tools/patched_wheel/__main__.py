@@ -118,11 +118,12 @@ def _build(args: argparse.Namespace) -> int:
 
 def _matrix(args: argparse.Namespace) -> int:
     requests = requests_for(args.release, args.platform, args.python)
+    overlay = read_overlay(args.overlay)
     entries = build_matrix(
         requests,
         out_dir=args.out,
         cache_dir=args.cache,
-        overlay=read_overlay(args.overlay),
+        overlay=overlay,
         lock=load_lock(args.lock),
         jobs=args.jobs,
     )
@@ -137,7 +138,10 @@ def _matrix(args: argparse.Namespace) -> int:
     print(summary(entries))
     print(f"wheels and supported_matrix.json in {args.out}")
     if any(entry.patched_wheel for entry in entries):
-        print(f"simple index in {write_simple_index(args.out)}")
+        index_dir = write_simple_index(
+            args.out, lock=load_lock(args.lock), overlay=overlay, cache_dir=args.cache
+        )
+        print(f"simple index in {index_dir}")
     if args.update_docs:
         update_docs(entries, docs_matrix=DOCS_MATRIX, readme=README)
         print(f"updated {DOCS_MATRIX.relative_to(README.parent)} and the table in README.md")
@@ -148,7 +152,12 @@ def _matrix(args: argparse.Namespace) -> int:
 
 
 def _index(args: argparse.Namespace) -> int:
-    index_dir = write_simple_index(args.dir)
+    index_dir = write_simple_index(
+        args.dir,
+        lock=load_lock(args.lock),
+        overlay=read_overlay(args.overlay),
+        cache_dir=args.cache,
+    )
     print(
         f"{index_dir}: pip install --extra-index-url {index_dir.resolve().as_uri()} torch_tensorrt"
     )
@@ -261,9 +270,9 @@ def _parser() -> argparse.ArgumentParser:
         "verify", help="show that a patched wheel is the official one plus the overlay"
     )
     _add_verify_options(verify)
-    for command in (build, matrix, lock, verify):
+    for command in (build, matrix, lock, verify, index):
         command.add_argument("--lock", type=Path, default=LOCK_FILE, help="the lock file")
-    for command in (build, matrix, verify):
+    for command in (build, matrix, verify, index):
         command.add_argument("--cache", type=Path, default=DEFAULT_CACHE_DIR, help="base cache")
         command.add_argument("--overlay", type=Path, default=DEFAULT_OVERLAY, help="the overlay")
     return parser
