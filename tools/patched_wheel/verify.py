@@ -200,10 +200,17 @@ def _patched_members(data: bytes, filename: str) -> PatchedMembers:
     shown: Dict[str, bytes] = {}
     for member in archive.members:
         name = member.info.filename
-        content = b"" if member.info.is_dir() else archive.unpack(member)
-        digests[name] = _sha256(content)
-        if _is_shown(name) and len(content) <= MAX_DIFFED_BYTES:
-            shown[name] = content
+        hasher = hashlib.sha256()
+        kept: Optional[List[bytes]] = [] if _is_shown(name) else None
+        for piece in archive.pieces(member):
+            hasher.update(piece)
+            if kept is not None:
+                kept.append(piece)
+            if kept is not None and sum(len(p) for p in kept) > MAX_DIFFED_BYTES:
+                kept = None
+        digests[name] = hasher.hexdigest()
+        if kept is not None:
+            shown[name] = b"".join(kept)
     return PatchedMembers(digests, shown)
 
 

@@ -120,7 +120,11 @@ DateTime = Tuple[int, int, int, int, int, int]
 
 def record_hash(data: bytes) -> str:
     """The hash of ``data`` as RECORD writes it: ``sha256=<urlsafe base64, no padding>``."""
-    digest = hashlib.sha256(data).digest()
+    return _record_digest(hashlib.sha256(data))
+
+
+def _record_digest(hasher: Any) -> str:
+    digest = hasher.digest()
     return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
@@ -425,11 +429,16 @@ def _read_members(
     problems = []
     for member in files:
         name = member.info.filename
-        data = archive.unpack(member)
-        if name not in skipped and record_hash(data) != record[name][0]:
+        hasher = hashlib.sha256()
+        kept: Optional[List[bytes]] = [] if keep(name) else None
+        for piece in archive.pieces(member):
+            hasher.update(piece)
+            if kept is not None:
+                kept.append(piece)
+        if name not in skipped and _record_digest(hasher) != record[name][0]:
             problems.append(f"{name} does not match its RECORD hash")
-        if keep(name):
-            members[name] = data
+        if kept is not None:
+            members[name] = b"".join(kept)
     _raise_problems(filename, problems)
     return members
 
@@ -496,33 +505,65 @@ class ZipArchive:
         return tuple(member.info for member in self.members)
 
     def unpack(self, member: ZipMember) -> bytes:
-        """The member's bytes: its data exactly its compressed size, inflating to exactly its
-        file size, with no byte left in the deflate stream, and its CRC matching."""
+        """The member's bytes, checked as :meth:`pieces` checks them."""
+        return b"".join(self.pieces(member))
+
+    def pieces(self, member: ZipMember) -> Iterator[bytes]:
+        """The member's bytes in pieces of at most 1 MiB (a caller that hashes them holds one
+        piece at a time): its data exactly its compressed size, inflating to exactly its file
+        size with no byte left after the deflate stream, and its CRC matching. The checks end
+        the iteration: a caller must read every piece before it trusts any."""
         info = member.info
-        raw = self.data[member.data_start : member.data_start + info.compress_size]
-        if info.compress_type == zipfile.ZIP_STORED:
-            unpacked, complete = raw, True
-        else:
-            unpacked, complete = _inflate(raw, info.file_size)
-        if not complete or len(unpacked) != info.file_size:
+        raw = memoryview(self.data)[member.data_start : member.data_start + info.compress_size]
+        stored = info.compress_type == zipfile.ZIP_STORED
+        source = _sliced(raw) if stored else _inflated(raw, info.file_size)
+        crc, produced = 0, 0
+        try:
+            for piece in source:
+                crc, produced = zlib.crc32(piece, crc), produced + len(piece)
+                yield piece
+        except _ZipRefusal:
+            produced = -1
+        if produced != info.file_size:
             raise _refuse(
                 self.filename, f"the member {info.filename!r} does not unpack to its header's size"
             )
-        if zlib.crc32(unpacked) != info.CRC:
+        if crc != info.CRC:
             raise _refuse(self.filename, f"the member {info.filename!r} does not match its CRC")
-        return unpacked
 
 
-def _inflate(raw: bytes, size: int) -> Tuple[bytes, bool]:
-    """``raw`` inflated to at most ``size + 1`` bytes, and whether the stream ended exactly at
-    the end of ``raw`` (nothing after it, nothing left unread)."""
+# The largest piece of a member held at once while it is hashed or inflated.
+_PIECE_BYTES = 1 << 20
+
+
+def _sliced(raw: memoryview) -> Iterator[bytes]:
+    for offset in range(0, len(raw), _PIECE_BYTES):
+        yield raw[offset : offset + _PIECE_BYTES].tobytes()
+
+
+def _inflated(raw: memoryview, size: int) -> Iterator[bytes]:
+    """``raw`` inflated piece by piece, never past ``size + 1`` bytes; the deflate stream must
+    end exactly at the end of ``raw`` (nothing after it, nothing left unread)."""
     inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+    produced = 0
     try:
-        unpacked = inflater.decompress(raw, size + 1)
+        for offset in range(0, len(raw), _PIECE_BYTES):
+            pending: Any = raw[offset : offset + _PIECE_BYTES]
+            while not inflater.eof:
+                piece = inflater.decompress(pending, _PIECE_BYTES)
+                pending = inflater.unconsumed_tail
+                produced += len(piece)
+                if produced > size:
+                    raise _ZipRefusal("inflates past its size")
+                yield piece
+                if not pending and len(piece) < _PIECE_BYTES:
+                    break
+            if inflater.eof and (pending or offset + _PIECE_BYTES < len(raw)):
+                raise _ZipRefusal("has bytes after its deflate stream")
     except zlib.error:
-        return b"", False
-    exact = inflater.eof and not inflater.unused_data and not inflater.unconsumed_tail
-    return unpacked, exact
+        raise _ZipRefusal("is not a valid deflate stream") from None
+    if not inflater.eof or inflater.unused_data:
+        raise _ZipRefusal("has a deflate stream that does not end where its data ends")
 
 
 class _ZipRefusal(Exception):
