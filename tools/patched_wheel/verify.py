@@ -273,12 +273,19 @@ def compare_members(
     return sorted(differences, key=lambda d: (d.path, d.kind))
 
 
+def _source_lines(source: bytes) -> List[str]:
+    """The lines of a source as Python reads them, ended by ``\n`` only (``splitlines`` would
+    also end them at a carriage return, form feed or separator a line may hold)."""
+    parts = source.decode("utf-8", "replace").split("\n")
+    return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
 def _utils_diff(official: Wheel, patched: PatchedMembers) -> str:
     """The unified diff of ``utils.py``, or one line saying why there is none."""
     if TARGET in patched.sha256 and TARGET not in patched.shown:
         return f"(the patched {TARGET} is larger than {MAX_DIFFED_BYTES} bytes: no diff made)\n"
-    before = official.read(TARGET).decode("utf-8", "replace").splitlines(keepends=True)
-    after = patched.shown.get(TARGET, b"").decode("utf-8", "replace").splitlines(keepends=True)
+    before = _source_lines(official.read(TARGET))
+    after = _source_lines(patched.shown.get(TARGET, b""))
     return "".join(difflib.unified_diff(before, after, f"official/{TARGET}", f"patched/{TARGET}"))
 
 
@@ -365,7 +372,9 @@ def verify_patched_wheel(
 
 
 def _diff_lines(diff: str, full_diff: bool) -> List[str]:
-    lines = [escaped(line) for line in diff.splitlines()]
+    # A CRLF source (the Windows wheels) keeps its carriage returns out of sight.
+    lines = [escaped(line.removesuffix("\r")) for line in diff.split("\n")]
+    lines = lines[:-1] if lines[-1:] == [""] else lines
     if full_diff or len(lines) <= SHOWN_DIFF_LINES:
         return lines
     hidden = len(lines) - SHOWN_DIFF_LINES
