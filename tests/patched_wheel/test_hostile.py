@@ -181,7 +181,48 @@ STRUCTURE_CASES = [
 ]
 
 
+def shadowing(name: str) -> object:
+    return pytest.param(
+        new(name),
+        exactly(
+            f"{NAME}: holds {name!r}, which Python would import instead of the patched "
+            f"{TARGET}; use the official wheel"
+        ),
+        id=f"shadow-{name.rsplit('/', 2)[-2]}-{name.rsplit('/', 1)[-1]}",
+    )
+
+
+SHADOW_CASES = [
+    shadowing("torch_tensorrt/dynamo/utils/__init__.py"),
+    shadowing("torch_tensorrt-2.14.0.data/purelib/torch_tensorrt/dynamo/utils/__init__.py"),
+    shadowing("torch_tensorrt-2.14.0.data/platlib/torch_tensorrt/dynamo/utils/__init__.py"),
+    shadowing("torch_tensorrt/dynamo/utils.abi3.so"),
+    shadowing("torch_tensorrt/dynamo/utils.cpython-311-x86_64-linux-gnu.so"),
+    shadowing("torch_tensorrt/dynamo/Utils.pyd"),
+    shadowing("torch_tensorrt/dynamo/utils.pyc"),
+    shadowing("torch_tensorrt-2.14.0.data/platlib/torch_tensorrt/dynamo/utils.abi3.so"),
+]
+
+# A 1000-term expression: parsed fine, but CPython's compiler recurses once per term.
+LONG_EXPRESSION = b"\nLONG = " + b" + ".join(b"1" for _ in range(1000)) + b"\n"
+
 PLAN_CASES = [
+    pytest.param(
+        edited(TARGET, lambda d: d + LONG_EXPRESSION),
+        exactly(
+            f"{NAME}:{TARGET} nests deeper than 100 levels (at line 1032), which no official "
+            "module does; use the official file"
+        ),
+        id="thousand-term-expression",
+    ),
+    pytest.param(
+        edited(TARGET, lambda d: d + b"\n" + b"pass\n" * 110_000),
+        exactly(
+            f"{NAME}:{TARGET} is larger than 512 KiB, which no official module comes near; "
+            "use the official file"
+        ),
+        id="source-beyond-the-ceiling",
+    ),
     pytest.param(
         new(f"torch_tensorrt-2.14.0.data/purelib/{TARGET}"),
         exactly(
@@ -238,7 +279,7 @@ PLAN_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("edit", "pattern"), STRUCTURE_CASES + PLAN_CASES)
+@pytest.mark.parametrize(("edit", "pattern"), STRUCTURE_CASES + SHADOW_CASES + PLAN_CASES)
 def test_hostile_base_is_refused(
     slim: Path,
     tmp_path: Path,
