@@ -135,11 +135,11 @@ def source_lines(source: str) -> List[str]:
     return lines + ([source[start:]] if start < len(source) else [])
 
 
-def source_segment(lines: Sequence[str], node: ast.AST) -> str:
+def source_segment(lines: Sequence[str], node: ast.stmt) -> str:
     """``ast.get_source_segment`` on lines split once: that function splits the whole source
     at every call, which made the splice quadratic in the number of assignments."""
-    first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1  # type: ignore[attr-defined]
-    start, end = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+    first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+    start, end = node.col_offset, node.end_col_offset
     if first == last:
         return lines[first].encode("utf-8")[start:end].decode("utf-8")
     head = lines[first].encode("utf-8")[start:].decode("utf-8")

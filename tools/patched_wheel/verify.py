@@ -313,6 +313,12 @@ def _differences(
     return differences, members
 
 
+def _identical(expected: Mapping[str, bytes], patched: PatchedMembers) -> int:
+    """How many of the official files that must stay unchanged are the official ones."""
+    unchanged = [n for n in expected if n != TARGET and not n.endswith(".dist-info/METADATA")]
+    return sum(1 for name in unchanged if patched.sha256.get(name) == _sha256(expected[name]))
+
+
 def _read_patched(path: Path) -> bytes:
     """The patched wheel's bytes, read once (with the same size cap as a base)."""
     if not path.is_file():
@@ -356,16 +362,12 @@ def verify_patched_wheel(
     differences, patched_members = _differences(expected, data, patched_wheel.name)
 
     # 3. The summary: files that are the official ones byte for byte, and the diff.
-    unchanged = {n for n in expected if n != TARGET and not n.endswith(".dist-info/METADATA")}
-    identical = sum(
-        1 for name in unchanged if patched_members.sha256.get(name) == _sha256(expected[name])
-    )
     return Verification(
         patched_wheel=patched_wheel.name,
         official_wheel=official_name,
         official_sha256=official.sha256,
         in_lock=official_name in lock.wheels,
-        identical=identical,
+        identical=_identical(expected, patched_members),
         utils_diff=_utils_diff(official, patched_members),
         differences=tuple(differences),
     )
