@@ -559,3 +559,56 @@ def test_file_name_too_long_for_the_file_system_is_refused(
         build_patched_wheel(read_base(base, lock=lock_for(base)), out_dir=out_dir)
     assert "File name too long" in str(error.value), str(error.value)
     assert list(out_dir.iterdir()) == []
+
+
+# A FIFO given as the base: refused before anything waits on it. Each run in a process of its
+# own with a time limit, so that a hang fails the test instead of stopping the suite.
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+def _run_with_fifo(tmp_path: Path, arguments: List[str], variables: Dict[str, str]) -> str:
+    import os
+    import subprocess
+    import sys
+
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TORCHTRT_")}
+    completed = subprocess.run(
+        [sys.executable, *arguments],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**environment, **variables},
+    )
+    assert completed.returncode == 1, completed.stderr
+    assert completed.stderr.count("\n") == 1, completed.stderr
+    return completed.stderr
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="FIFOs are POSIX")
+@pytest.mark.parametrize("how", ["option", "variable", "reader"])
+def test_a_fifo_as_the_base_wheel_is_refused_without_waiting(tmp_path: Path, how: str) -> None:
+    import os
+
+    fifo = tmp_path / NAME
+    os.mkfifo(fifo)
+    cli = str(REPOSITORY / "tools" / "patched_wheel")
+    if how == "option":
+        err = _run_with_fifo(tmp_path, [cli, "build", "--base-wheel", str(fifo)], {})
+    elif how == "variable":
+        err = _run_with_fifo(tmp_path, [cli, "build"], {"TORCHTRT_BASE_WHEEL": str(fifo)})
+    else:  # the reader itself, past every check of the callers
+        code = (
+            "import sys; from pathlib import Path; from patched_wheel import PatchError\n"
+            "from patched_wheel.wheelfile import read_wheel_file\n"
+            "try: read_wheel_file(Path(sys.argv[1]), what='--base-wheel')\n"
+            "except PatchError as e: sys.exit(print(e, file=sys.stderr) or 1)\n"
+        )
+        pythonpath = {"PYTHONPATH": str(REPOSITORY / "tools")}
+        err = _run_with_fifo(tmp_path, ["-c", code, str(fifo)], pythonpath)
+        assert (
+            err
+            == f"--base-wheel {str(fifo)!r} cannot be read (not a regular file); give the path of an official torch-tensorrt wheel file\n"
+        )
+    assert "not a" in err

@@ -626,3 +626,29 @@ def test_the_unicode_path_field_does_move_a_member_on_newer_pythons(
     assert result.returncode == 0, result.stderr
     tree = installed_tree(tmp_path / "pip")
     assert "torch_tensorrt/dynamo/moved.py" in tree and TARGET not in tree
+
+
+def test_a_zip64_end_record_is_read_and_checked(
+    base_wheels: Dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wheel written with ZIP64 end records (``zipfile`` does past 65,535 members) reads as
+    the plain one; a ZIP64 end record whose count disagrees is refused."""
+    from wheel_helpers import read_entries, write_entries
+
+    entries = read_entries(base_wheels["2.14.0"])
+    monkeypatch.setattr(zipfile, "ZIP_FILECOUNT_LIMIT", 1)
+    wide = write_entries(tmp_path / NAME, entries)
+    monkeypatch.undo()
+    data = wide.read_bytes()
+    assert data[-22 - 20 : -22 - 16] == b"PK\x06\x07"
+    wheel = read_wheel(data, NAME)
+    assert dict(wheel.members) == dict(read_wheel(base_wheels["2.14.0"].read_bytes(), NAME).members)
+    record_at = len(data) - 22 - 20 - 56
+    forged = bytearray(data)
+    struct.pack_into("<Q", forged, record_at + 24, len(entries) + 1)  # entries on this disk
+    struct.pack_into("<Q", forged, record_at + 32, len(entries) + 1)  # entries in all
+    with pytest.raises(PatchError) as error:
+        read_zip(bytes(forged), NAME)
+    assert str(error.value) == (
+        f"{NAME}: its ZIP64 end record and its end record disagree{REFUSED}"
+    )
