@@ -37,6 +37,10 @@ NO_END = "not a valid zip file (its last 22 bytes are not a zip end record witho
 ROOT = Path(__file__).resolve().parents[2]
 
 Parts = List[RawMember]
+NOT_ASCII = (
+    "is not ASCII, as every official wheel's names are (file systems normalise other names "
+    "differently, and Python versions class their characters differently)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -248,9 +252,13 @@ REFUSED_CASES = [
     ),
     pytest.param(
         plus(member("torch_tensorrt/caf\u00e9.py"), member("torch_tensorrt/cafe\u0301.py")),
-        "the members 'torch_tensorrt/caf\u00e9.py' and 'torch_tensorrt/cafe\u0301.py' have the "
-        "same name",
+        "the member " + ascii("torch_tensorrt/caf\u00e9.py") + " " + NOT_ASCII,
         id="unicode-normalisation-collision",
+    ),
+    pytest.param(
+        plus(member("torch_tensorrt/\U0001fae8.py")),
+        "the member " + ascii("torch_tensorrt/\U0001fae8.py") + " " + NOT_ASCII,
+        id="character-newer-than-some-pythons",
     ),
     pytest.param(
         plus(member(f"{V}/x.py")),
@@ -259,13 +267,12 @@ REFUSED_CASES = [
     ),
     pytest.param(
         plus(member("torch_tensorrt/\x1b[2K\rverified.py")),
-        "the member 'torch_tensorrt/\\x1b[2K\\rverified.py' holds a control or invisible "
-        "character",
+        "the member 'torch_tensorrt/\\x1b[2K\\rverified.py' holds a control character",
         id="escape-sequence-in-a-name",
     ),
     pytest.param(
         plus(member("torch_tensorrt/\u202eyp.evil")),
-        "the member 'torch_tensorrt/\\u202eyp.evil' holds a control or invisible character",
+        "the member " + ascii("torch_tensorrt/\u202eyp.evil") + " " + NOT_ASCII,
         id="bidi-override-in-a-name",
     ),
     pytest.param(

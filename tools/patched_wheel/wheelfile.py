@@ -34,7 +34,6 @@ import struct
 import tempfile
 import threading
 import time
-import unicodedata
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -264,14 +263,17 @@ def _name_problem(info: zipfile.ZipInfo) -> Optional[str]:
     path = name[:-1] if name.endswith("/") else name
     if "\\" in name or "\x00" in name:
         return "holds a backslash or a NUL"
+    if not name.isascii():
+        return (
+            "is not ASCII, as every official wheel's names are (file systems normalise other "
+            "names differently, and Python versions class their characters differently)"
+        )
     if not name.isprintable():
-        return "holds a control or invisible character"
+        return "holds a control character"
     if path.startswith("/") or (len(path) > 1 and path[1] == ":"):
         return "is an absolute path"
     if any(part in ("", ".", "..") for part in path.split("/")):
         return "has an empty, '.' or '..' part"
-    if not info.flag_bits & _UTF8_NAME and not name.isascii():
-        return "is not ASCII and not marked UTF-8"
     return None
 
 
@@ -310,8 +312,9 @@ def _entry_problem(info: zipfile.ZipInfo) -> Optional[str]:
 
 
 def _name_key(name: str) -> str:
-    """What a member's name is to a case-insensitive, normalising file system (macOS, Windows)."""
-    return unicodedata.normalize("NFC", name.rstrip("/")).casefold()
+    """What a member's name is to a case-insensitive file system (macOS, Windows); names are
+    ASCII (:func:`_name_problem`), so no normalisation is left to differ."""
+    return name.rstrip("/").casefold()
 
 
 def _check_entries(infos: Sequence[zipfile.ZipInfo], filename: str) -> None:
@@ -526,10 +529,13 @@ class ZipArchive:
             produced = -1
         if produced != info.file_size:
             raise _refuse(
-                self.filename, f"the member {info.filename!r} does not unpack to its header's size"
+                self.filename,
+                f"the member {ascii(info.filename)} does not unpack to its header's size",
             )
         if crc != info.CRC:
-            raise _refuse(self.filename, f"the member {info.filename!r} does not match its CRC")
+            raise _refuse(
+                self.filename, f"the member {ascii(info.filename)} does not match its CRC"
+            )
 
 
 # The largest piece of a member held at once while it is hashed or inflated.
@@ -660,7 +666,7 @@ def _member_widened(name: str, values: Sequence[int], extra: bytes) -> List[int]
     try:
         return _widened(values, extra)
     except _ZipRefusal as refusal:
-        raise _ZipRefusal(f"the member {name!r} {refusal}") from None
+        raise _ZipRefusal(f"the member {ascii(name)} {refusal}") from None
 
 
 def _decode_name(raw: bytes, flags: int) -> str:
@@ -687,7 +693,7 @@ def _central_entry(data: bytes, position: int) -> Tuple[zipfile.ZipInfo, bytes, 
     end = start + name_length + extra_length + comment_length
     name = _decode_name(raw_name, flags)
     if comment_length or disk != 0 or end > len(data):
-        raise _ZipRefusal(f"the member {name!r} has a comment, or lies on another disk")
+        raise _ZipRefusal(f"the member {ascii(name)} has a comment, or lies on another disk")
     sizes = _member_widened(name, (usize, csize, offset), extra)
     info = zipfile.ZipInfo(name, _dos_date_time(date, time_))
     info.create_version, info.create_system = made_version, made_system
@@ -718,11 +724,11 @@ def _local_member(
     name = info.filename
     if info.header_offset != position:
         raise _ZipRefusal(
-            f"the member {name!r} does not start where the one before it ends (bytes before, "
+            f"the member {ascii(name)} does not start where the one before it ends (bytes before, "
             "between or hidden among its members)"
         )
     if data[position : position + 4] != _LOCAL_SIGNATURE or position + _LOCAL.size > len(data):
-        raise _ZipRefusal(f"the member {name!r} has no local header where its entry says")
+        raise _ZipRefusal(f"the member {ascii(name)} has no local header where its entry says")
     fields = _LOCAL.unpack_from(data, position)
     _, needed, needed_system, flags, method, time_, date, crc, csize, usize = fields[:10]
     name_length, extra_length = fields[10:]
@@ -737,12 +743,14 @@ def _local_member(
     sizes = [crc] + _member_widened(name, (usize, csize), local_extra)
     described = flags & _DATA_DESCRIPTOR and sizes == [0, 0, 0]
     if not headers_agree or not (described or sizes == _sizes(info)):
-        raise _ZipRefusal(f"the member {name!r} has a local header that differs from its entry")
+        raise _ZipRefusal(
+            f"the member {ascii(name)} has a local header that differs from its entry"
+        )
     end = data_start + info.compress_size
     if flags & _DATA_DESCRIPTOR:
         end = _descriptor_end(data, info, end)
     if end > len(data):
-        raise _ZipRefusal(f"the member {name!r} runs past the end of the file")
+        raise _ZipRefusal(f"the member {ascii(name)} runs past the end of the file")
     return ZipMember(info, data_start), end
 
 
@@ -762,10 +770,10 @@ def _descriptor_end(data: bytes, info: zipfile.ZipInfo, position: int) -> int:
     )
     layout = struct.Struct("<4sLQQ" if wide else "<4sLLL")
     if position + layout.size > len(data):
-        raise _ZipRefusal(f"the member {info.filename!r} runs past the end of the file")
+        raise _ZipRefusal(f"the member {ascii(info.filename)} runs past the end of the file")
     signature, crc, csize, usize = layout.unpack_from(data, position)
     if signature != _DESCRIPTOR_SIGNATURE or [crc, usize, csize] != _sizes(info):
-        raise _ZipRefusal(f"the member {info.filename!r} has a data descriptor that differs")
+        raise _ZipRefusal(f"the member {ascii(info.filename)} has a data descriptor that differs")
     return position + layout.size
 
 
@@ -779,7 +787,7 @@ def _strict_members(data: bytes) -> Tuple[ZipMember, ...]:
         info, raw_name, position = _central_entry(data, position)
         problem = _entry_problem(info)
         if problem is not None:
-            raise _ZipRefusal(f"the member {info.filename!r} {problem}")
+            raise _ZipRefusal(f"the member {ascii(info.filename)} {problem}")
         member, member_end = _local_member(data, info, raw_name, member_end)
         members.append(member)
     if position != cd_end:
