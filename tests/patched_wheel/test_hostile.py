@@ -612,3 +612,17 @@ def test_a_fifo_as_the_base_wheel_is_refused_without_waiting(tmp_path: Path, how
             == f"--base-wheel {str(fifo)!r} cannot be read (not a regular file); give the path of an official torch-tensorrt wheel file\n"
         )
     assert "not a" in err
+
+
+def test_a_record_row_with_terminal_escapes_is_shown_escaped(
+    slim: Path, tmp_path: Path, out_dir: Path
+) -> None:
+    forged = "torch_tensorrt/\x1b[2K\rfine.py"
+    entries = rerecord(read_entries(slim), {forged: b"x = 1\n"})
+    base = write_entries(tmp_path / NAME, entries)
+    refused(
+        base,
+        out_dir,
+        exactly(f"{NAME}: RECORD lists 'torch_tensorrt/\\x1b[2K\\rfine.py', which the wheel lacks")
+        + re.escape(CHANGED),
+    )

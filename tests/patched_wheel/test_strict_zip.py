@@ -37,6 +37,7 @@ NO_END = "not a valid zip file (its last 22 bytes are not a zip end record witho
 ROOT = Path(__file__).resolve().parents[2]
 
 Parts = List[RawMember]
+WINDOWS_PART = "ends in a dot or space, or names a Windows device, in one of its parts"
 NOT_ASCII = (
     "is not ASCII, as every official wheel's names are (file systems normalise other names "
     "differently, and Python versions class their characters differently)"
@@ -274,6 +275,27 @@ REFUSED_CASES = [
         plus(member("torch_tensorrt/\u202eyp.evil")),
         "the member " + ascii("torch_tensorrt/\u202eyp.evil") + " " + NOT_ASCII,
         id="bidi-override-in-a-name",
+    ),
+    pytest.param(
+        plus(member("torch_tensorrt/dynamo/utils.py.")),
+        "the member 'torch_tensorrt/dynamo/utils.py.' " + WINDOWS_PART,
+        id="trailing-dot-is-utils-on-windows",
+    ),
+    pytest.param(
+        plus(member("torch_tensorrt/dynamo/utils.py ")),
+        "the member 'torch_tensorrt/dynamo/utils.py ' " + WINDOWS_PART,
+        id="trailing-space-is-utils-on-windows",
+    ),
+    pytest.param(
+        plus(member("torch_tensorrt/dynamo/utils.py:evil")),
+        "the member 'torch_tensorrt/dynamo/utils.py:evil' holds a character Windows reads "
+        'otherwise (<>:"|?*)',
+        id="alternate-data-stream",
+    ),
+    pytest.param(
+        plus(member("torch_tensorrt/nul.py")),
+        "the member 'torch_tensorrt/nul.py' " + WINDOWS_PART,
+        id="windows-device-name",
     ),
     pytest.param(
         changed(V, version_needed=63),

@@ -274,6 +274,24 @@ def _name_problem(info: zipfile.ZipInfo) -> Optional[str]:
         return "is an absolute path"
     if any(part in ("", ".", "..") for part in path.split("/")):
         return "has an empty, '.' or '..' part"
+    return _windows_name_problem(path)
+
+
+# Windows' device names, which name no file in any folder (``nul.py`` is the device NUL).
+_WINDOWS_DEVICES = frozenset(
+    ["CON", "PRN", "AUX", "NUL"] + [f"{kind}{n}" for kind in ("COM", "LPT") for n in range(10)]
+)
+
+
+def _windows_name_problem(path: str) -> Optional[str]:
+    """Why Windows would write the member elsewhere than its name says: ``utils.py.`` and
+    ``utils.py `` are ``utils.py`` there, ``utils.py:x`` is a stream of ``utils.py``, and a
+    device name is no file at all."""
+    if any(c in path for c in '<>:"|?*'):
+        return 'holds a character Windows reads otherwise (<>:"|?*)'
+    for part in path.split("/"):
+        if part.endswith((".", " ")) or part.split(".")[0].upper() in _WINDOWS_DEVICES:
+            return "ends in a dot or space, or names a Windows device, in one of its parts"
     return None
 
 
@@ -401,8 +419,15 @@ def _record_problems(
         elif size_field != str(info.file_size):
             problems.append(f"{info.filename}'s size differs from RECORD's")
     present = {info.filename for info in files}
-    problems += [f"RECORD lists {n}, which the wheel lacks" for n in sorted(set(record) - present)]
+    missing = sorted(set(record) - present)
+    problems += [f"RECORD lists {_shown(n)}, which the wheel lacks" for n in missing]
     return problems
+
+
+def _shown(name: str) -> str:
+    """A name from RECORD as a message may show it: as it is when it is printable ASCII,
+    else escaped (a RECORD row can hold terminal escape sequences)."""
+    return name if name.isascii() and name.isprintable() else ascii(name)
 
 
 def _raise_problems(filename: str, problems: Sequence[str]) -> None:
