@@ -617,12 +617,14 @@ def test_a_fifo_as_the_base_wheel_is_refused_without_waiting(tmp_path: Path, how
 def test_a_record_row_with_terminal_escapes_is_shown_escaped(
     slim: Path, tmp_path: Path, out_dir: Path
 ) -> None:
-    forged = "torch_tensorrt/\x1b[2K\rfine.py"
+    forged = "torch_tensorrt/\x1b[2K\x1b[1Afine.py"
     entries = rerecord(read_entries(slim), {forged: b"x = 1\n"})
     base = write_entries(tmp_path / NAME, entries)
     refused(
         base,
         out_dir,
-        exactly(f"{NAME}: RECORD lists 'torch_tensorrt/\\x1b[2K\\rfine.py', which the wheel lacks")
+        exactly(
+            f"{NAME}: RECORD lists 'torch_tensorrt/\\x1b[2K\\x1b[1Afine.py', which the wheel lacks"
+        )
         + re.escape(CHANGED),
     )
