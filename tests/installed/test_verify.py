@@ -15,6 +15,7 @@ from typing import Callable, Dict, List
 
 import pytest
 from installed_helpers import INDEX_BASES, rewrite_wheel
+from installers import OTHER_PYTHONS, installed_tree, pip_install, uv_install
 from patched_wheel import PatchError
 from patched_wheel.__main__ import main
 from patched_wheel.download import BaseRequest
@@ -29,6 +30,7 @@ from patched_wheel.verify import (
     official_wheel_name,
     verify_patched_wheel,
 )
+from patched_wheel.wheelfile import read_wheel
 from zip_craft import join, members_of, write
 
 TARGET = "torch_tensorrt/dynamo/utils.py"
@@ -416,3 +418,24 @@ def test_a_fifo_is_refused_without_waiting(patched: Path, tmp_path: Path, which:
     assert completed.returncode == 1
     assert completed.stderr.startswith("error: ") and completed.stderr.count("\n") == 1
     assert "is not a file" in completed.stderr
+
+
+@pytest.mark.parametrize("python", [sys.executable] + [str(p) for p in OTHER_PYTHONS])
+def test_what_verify_accepts_pip_installs_on_every_python(
+    patched: Path, tmp_path: Path, python: str
+) -> None:
+    """The tree verify checked (the patched wheel's members, read strictly) is the tree pip
+    installs, on this Python and on every other one at hand (3.10-3.13 here), and uv too."""
+    assert verify(patched).verified
+    checked = {
+        name: data
+        for name, data in read_wheel(patched.read_bytes(), patched.name).members.items()
+        if ".dist-info/" not in name
+    }
+    completed = pip_install(python, patched, tmp_path / "pip")
+    assert completed.returncode == 0, completed.stderr
+    assert installed_tree(tmp_path / "pip") == checked
+    if python == sys.executable:
+        completed = uv_install(patched, tmp_path / "uv")
+        assert completed.returncode == 0, completed.stderr
+        assert installed_tree(tmp_path / "uv") == checked

@@ -24,6 +24,7 @@ from typing import Callable, Dict, List
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from installers import OTHER_PYTHONS, installed_tree, pip_install, uv_install
 from patched_wheel import PatchError
 from patched_wheel.base import read_base
 from patched_wheel.wheelfile import read_wheel, read_zip
@@ -385,11 +386,6 @@ def test_the_forms_the_format_allows_are_read_as_zipfile_reads_them(
 
 # --- The same verdict on every Python -------------------------------------------------------------
 
-PYTHONS = [
-    Path(f"/root/.pyenv/versions/{v}/bin/python{v.rsplit('.', 1)[0]}")
-    for v in ("3.10.13", "3.12.1", "3.13.0", "3.14.0")
-]
-OTHER_PYTHONS = [p for p in PYTHONS if p.is_file()]
 
 _VERDICTS = """
 import json, sys
@@ -556,42 +552,6 @@ def test_whatever_the_strict_reader_accepts_zipfile_reads_alike(
 
 
 # --- Stricter than uv, and what pip and uv install is what was read ------------------------------
-
-
-def isolated_environment() -> Dict[str, str]:
-    """The environment without pip's or uv's configuration files and index variables."""
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
-    environment.update(PIP_CONFIG_FILE=os.devnull, UV_NO_CONFIG="1")
-    return environment
-
-
-def installed_tree(target: Path) -> Dict[str, bytes]:
-    """The files an installer put under ``target`` from the wheel: its own records
-    (.dist-info, a lock file), the entry-point scripts it writes (bin/) and bytecode aside."""
-    tree = {}
-    for path in sorted(target.rglob("*")):
-        parts = path.relative_to(target).parts
-        made = parts[0] in ("bin", ".lock") or "__pycache__" in parts
-        if path.is_file() and not made and not parts[0].endswith(".dist-info"):
-            tree["/".join(parts)] = path.read_bytes()
-    return tree
-
-
-def uv_install(wheel: Path, target: Path) -> subprocess.CompletedProcess[str]:
-    from uv import find_uv_bin
-
-    command = [find_uv_bin(), "pip", "install", "--no-deps", "--offline", "--no-cache"]
-    command += ["--python", sys.executable, "--target", str(target), str(wheel)]
-    return subprocess.run(command, capture_output=True, text=True, env=isolated_environment())
-
-
-def pip_install(python: str, wheel: Path, target: Path) -> subprocess.CompletedProcess[str]:
-    """pip of ``python`` installing the cp311 x86_64 wheel into ``target``, whatever Python
-    runs it (the tags are named, so pip on 3.13 installs it as it would for 3.11)."""
-    command = [python, "-m", "pip", "install", "--no-deps", "--no-index", "--target", str(target)]
-    command += ["--python-version", "3.11", "--platform", "manylinux_2_28_x86_64"]
-    command += ["--only-binary=:all:", "--no-compile", "--disable-pip-version-check", str(wheel)]
-    return subprocess.run(command, capture_output=True, text=True, env=isolated_environment())
 
 
 def files_outside_dist_info(members: Dict[str, bytes]) -> Dict[str, bytes]:
