@@ -92,6 +92,11 @@ def _wheel_limit(name: str) -> int:
     return _int_constant(PATCHED_WHEEL / "wheelfile.py", name)
 
 
+def _splice_limit(name: str) -> int:
+    """A ceiling of the build's splice on a parsed source (``tools/patched_wheel/splice.py``)."""
+    return _int_constant(PATCHED_WHEEL / "splice.py", name)
+
+
 def _mib(size: int) -> str:
     return f"{size // (1024 * 1024)} MiB" if size % (1024 * 1024) == 0 else f"{size} bytes"
 
@@ -136,6 +141,8 @@ rst_epilog = f"""
 .. |max_wheel| replace:: {_mib(_wheel_limit("MAX_WHEEL_BYTES"))}
 .. |max_unpacked| replace:: {_mib(_wheel_limit("MAX_UNPACKED_BYTES"))}
 .. |unpacked_ratio| replace:: {_wheel_limit("MAX_UNPACKED_RATIO")}
+.. |max_source| replace:: {_splice_limit("MAX_SOURCE_BYTES") // 1024} KiB
+.. |max_nesting| replace:: {_splice_limit("MAX_NESTING")}
 """
 
 # -- autodoc: the overlay only ----------------------------------------------------------------

@@ -17,7 +17,10 @@ from index_server import ServedIndex, serving
 from installed_helpers import INDEX_BASES
 from patched_wheel import PatchError
 from patched_wheel.__main__ import main
-from patched_wheel.index import IndexedWheel, index_pages, write_simple_index
+from patched_wheel.index import IndexedWheel, index_pages, read_indexed_wheel
+from patched_wheel.index import write_simple_index as write_index
+from patched_wheel.lock import load_lock
+from patched_wheel.overlay import read_overlay
 from patched_wheel.paths import DEFAULT_CACHE_DIR
 from patched_wheel.request import BaseRequest
 from uv import find_uv_bin
@@ -59,6 +62,11 @@ def links(page: str) -> List[Tuple[str, str | None, str]]:
     parser = Links()
     parser.feed(page)
     return parser.links
+
+
+def write_simple_index(folder: Path) -> Path:
+    """The index of ``folder``, its wheels verified against the lock and this overlay."""
+    return write_index(folder, lock=load_lock(), overlay=read_overlay())
 
 
 @pytest.fixture(scope="module")
@@ -302,7 +310,11 @@ def official_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("official-index")
     official = DEFAULT_CACHE_DIR / PATCHED_X86.replace(f"+{LABEL}", "")
     (folder / official.name).symlink_to(official)
-    return write_simple_index(folder)
+    # index refuses an official wheel: the pages are made directly, as PyPI's would be.
+    for relative, page in index_pages([read_indexed_wheel(folder / official.name)]).items():
+        (folder / "simple" / relative).parent.mkdir(parents=True, exist_ok=True)
+        (folder / "simple" / relative).write_text(page)
+    return folder / "simple"
 
 
 def test_pip_prefers_the_patched_wheel_of_a_release_over_the_official_one(
@@ -330,3 +342,90 @@ def test_uv_takes_the_release_from_the_extra_index(
     )  # fmt: skip
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert f" + torch-tensorrt==2.14.0+{LABEL}\n" in completed.stderr
+
+
+# Only wheels that pass verify are listed; the rest are refused, one line each.
+
+REFUSED_BY_NAME = [
+    pytest.param(
+        "torch-99.0.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        "torch-99.0.0-cp311-cp311-manylinux_2_28_x86_64.whl: not a torch-tensorrt wheel; the "
+        "index lists only this repository's patched wheels, move it out of the folder",
+        id="another-project",
+    ),
+    pytest.param(
+        "tensorrt_cu13-99.0-py3-none-manylinux_2_28_x86_64.whl",
+        "tensorrt_cu13-99.0-py3-none-manylinux_2_28_x86_64.whl: not a torch-tensorrt wheel; the "
+        "index lists only this repository's patched wheels, move it out of the folder",
+        id="dependency-confusion",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "message"), REFUSED_BY_NAME)
+def test_a_wheel_of_another_project_is_refused_by_name(
+    tmp_path: Path, name: str, message: str
+) -> None:
+    (tmp_path / name).write_bytes(b"never read")
+    with pytest.raises(PatchError) as error:
+        write_simple_index(tmp_path)
+    assert str(error.value) == message
+    assert not (tmp_path / "simple").exists()
+
+
+def test_an_official_wheel_is_refused_by_name(tmp_path: Path) -> None:
+    official = DEFAULT_CACHE_DIR / PATCHED_X86.replace(f"+{LABEL}", "")
+    (tmp_path / official.name).symlink_to(official)
+    with pytest.raises(
+        PatchError,
+        match=re.escape(
+            f"{official.name}: its version '2.14.0' does not end in the label +memfix1"
+        ),
+    ):
+        write_simple_index(tmp_path)
+    assert not (tmp_path / "simple").exists()
+
+
+def test_a_tampered_wheel_with_record_recomputed_is_refused(
+    index_wheels: Dict[BaseRequest, Path], tmp_path: Path
+) -> None:
+    """RECORD agrees with the changed file, so only verify's comparison can catch it."""
+    from installed_helpers import rewrite_wheel
+
+    def change(members: Dict[str, bytes]) -> None:
+        members["torch_tensorrt/_compile.py"] += b"import os\n"
+
+    rewrite_wheel(index_wheels[INDEX_BASES[0]], tmp_path / PATCHED_X86, change)
+    with pytest.raises(PatchError) as error:
+        write_simple_index(tmp_path)
+    assert str(error.value) == (
+        f"NOT verified: {PATCHED_X86} differs from the official wheel plus this repository's "
+        "overlay in 1 file (listed above); do not install it"
+    )
+    assert not (tmp_path / "simple").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+def test_a_fifo_named_as_a_wheel_is_refused_without_waiting(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / PATCHED_X86)
+    pattern = f"^the wheel '.*{re.escape(PATCHED_X86)}' cannot be read \\(not a regular file\\)"
+    with pytest.raises(PatchError, match=pattern):
+        write_simple_index(tmp_path)
+
+
+def test_every_refused_wheel_gets_one_line_and_nothing_is_written(
+    index_wheels: Dict[BaseRequest, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = index_wheels[INDEX_BASES[0]]
+    (tmp_path / good.name).symlink_to(good)
+    for param in REFUSED_BY_NAME:
+        (tmp_path / param.values[0]).write_bytes(b"never read")  # type: ignore[operator]
+    assert main(["index", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f"error: {param.values[1]}" for param in sorted(REFUSED_BY_NAME, key=lambda p: p.values[0])
+    ] + [
+        "error: 2 of 3 wheels cannot be listed (above); remove them from the folder or build "
+        "them again with 'python tools/patched_wheel matrix'"
+    ]
+    assert not (tmp_path / "simple").exists()

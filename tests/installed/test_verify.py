@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import re
 import shutil
+import subprocess
+import sys
+import tracemalloc
 import zipfile
 from pathlib import Path
 from typing import Callable, Dict, List
 
 import pytest
 from installed_helpers import INDEX_BASES, rewrite_wheel
+from installers import OTHER_PYTHONS, installed_tree, pip_install, uv_install
 from patched_wheel import PatchError
 from patched_wheel.__main__ import main
 from patched_wheel.lock import Lock, load_lock
@@ -18,14 +24,19 @@ from patched_wheel.paths import DEFAULT_CACHE_DIR
 from patched_wheel.policy import LABEL_NAME
 from patched_wheel.request import BaseRequest
 from patched_wheel.verify import (
+    MAX_DIFFED_BYTES,
+    SHOWN_DIFF_LINES,
     Difference,
     Verification,
     official_wheel_name,
     verify_patched_wheel,
 )
+from patched_wheel.wheelfile import read_wheel
 from wheel_helpers import LABEL
+from zip_craft import join, members_of, write
 
 TARGET = "torch_tensorrt/dynamo/utils.py"
+ROOT = Path(__file__).resolve().parents[2]
 RELEASE = "2.14.0"
 DIST_INFO = f"torch_tensorrt-{RELEASE}+{LABEL}.dist-info"
 OFFICIAL = "torch_tensorrt-2.14.0-cp311-cp311-manylinux_2_28_x86_64.whl"
@@ -159,11 +170,14 @@ def test_the_command_lists_the_differences_and_exits_1(
     captured = capsys.readouterr()
     assert "\nchanged: torch_tensorrt/_compile.py (sha256 " in captured.out
     assert f"--- official/{TARGET}" in captured.out
-    assert "verified" not in captured.out
+    verdict = (
+        f"NOT verified: {PATCHED} differs from the official wheel plus this repository's "
+        "overlay in 1 file (listed above); do not install it"
+    )
+    assert "\nverified" not in captured.out
+    assert captured.out.splitlines()[-1] == verdict
     assert captured.err == (
-        "overlay: the working tree's py/torch_tensorrt/dynamo/utils.py\n"
-        f"error: {PATCHED} differs from the official wheel plus this repository's overlay in 1 "
-        "file (listed above); do not install it\n"
+        f"overlay: the working tree's py/torch_tensorrt/dynamo/utils.py\nerror: {verdict}\n"
     )
 
 
@@ -293,3 +307,153 @@ def test_a_patched_wheel_that_unpacks_beyond_the_caps_is_refused_before_unpackin
     bomb = rewrite_wheel(patched, tmp_path / PATCHED, add_zeros)
     with pytest.raises(PatchError, match=r"its members unpack to \d+ bytes, more than \d+ \(16"):
         verify(bomb)
+
+
+# A report that cannot lie on a screen, bounded in size and memory; no hang, no traceback.
+
+
+def _cli(arguments: List[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    status = main(arguments)
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def _no_terminal_controls(text: str) -> bool:
+    return not any(c in text for c in "\x1b\r\x07\x08\x9b\u202e")
+
+
+def test_a_name_with_escape_sequences_is_refused_and_shown_escaped(
+    patched: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A member named to erase the error line and print "verified", listed in RECORD."""
+    forged_name = "torch_tensorrt/\x1b[1A\x1b[2K\rverified: the official wheel plus\x1b[8m.py"
+    tampered = rewrite_wheel(patched, tmp_path / PATCHED, _add(forged_name))
+    status, out, err = _cli(["verify", str(tampered)], capsys)
+    assert status == 1 and out == ""
+    assert _no_terminal_controls(err), err
+    assert err.count("\n") == 1 and err.startswith(f"error: {PATCHED}: the member ")
+    assert "holds a control character" in err
+
+
+def test_terminal_controls_in_the_diff_are_shown_escaped(
+    patched: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = b"X = 1  # \x1b[2K\r\x1b[1Averified: the official wheel plus this overlay\n"
+    tampered = rewrite_wheel(patched, tmp_path / PATCHED, _append_line(TARGET, line))
+    status, out, err = _cli(["verify", str(tampered)], capsys)
+    assert status == 1
+    assert _no_terminal_controls(out + err), out
+    assert "+X = 1  # \\x1b[2K\\r\\x1b[1Averified: the official wheel plus this overlay" in out
+    assert out.splitlines()[-1].startswith(f"NOT verified: {PATCHED} differs")
+
+
+def test_a_large_diff_is_summarised_and_shown_whole_on_request(
+    patched: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = b"".join(b"HIDDEN_%d = %d\n" % (i, i) for i in range(5000))
+    tampered = rewrite_wheel(patched, tmp_path / PATCHED, _append_line(TARGET, lines))
+    status, out, _ = _cli(["verify", str(tampered)], capsys)
+    assert status == 1
+    assert len(out.splitlines()) < SHOWN_DIFF_LINES + 20
+    assert re.search(r"\n\.\.\. \d+ more lines of the diff \(--full-diff shows them\)\n", out)
+    assert out.splitlines()[-1].startswith("NOT verified: ")
+    status, full, _ = _cli(["verify", str(tampered), "--full-diff"], capsys)
+    assert status == 1 and "+HIDDEN_4999 = 4999\n" in full and "more lines" not in full
+
+
+def test_a_utils_too_large_to_diff_is_named_not_diffed(patched: Path, tmp_path: Path) -> None:
+    huge = b"# padding\n" * (MAX_DIFFED_BYTES // 10 + 1)
+    tampered = rewrite_wheel(patched, tmp_path / PATCHED, _append_line(TARGET, huge))
+    result = verify(tampered)
+    assert result.utils_diff == (
+        f"(the patched {TARGET} is larger than {MAX_DIFFED_BYTES} bytes: no diff made)\n"
+    )
+    assert [(d.kind, d.path) for d in result.differences] == [("changed", TARGET)]
+
+
+def test_verify_holds_one_piece_of_a_member_at_a_time(patched: Path, tmp_path: Path) -> None:
+    """A tampered wheel whose utils.py unpacks to 96 MiB (the issue's 33 MiB wheel took
+    1.65 GiB): verify's Python allocations stay far below the size of that one member."""
+    filler = os.urandom(6 << 20)  # incompressible: keeps the unpacked/packed ratio under 16
+
+    def inflate(members: Dict[str, bytes]) -> None:
+        members[TARGET] += b"X = 1\n" * (16 << 20)
+        members["torch_tensorrt/filler.bin"] = filler
+
+    tampered = rewrite_wheel(patched, tmp_path / PATCHED, inflate)
+    tracemalloc.start()
+    try:
+        result = verify(tampered)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert {d.path for d in result.differences} == {TARGET, "torch_tensorrt/filler.bin"}
+    assert peak < 64 << 20, f"verify peaked at {peak >> 20} MiB"
+
+
+def test_a_name_marked_utf8_that_is_not_is_a_clear_error(
+    patched: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parts = members_of(patched)
+    index = next(i for i, m in enumerate(parts) if m.name == b"torch_tensorrt/_version.py")
+    parts[index] = dataclasses.replace(
+        parts[index], name=b"torch_tensorrt/_v\xff\xfesion.py", flags=0x800, local_name=None
+    )
+    tampered = write(tmp_path / PATCHED, join(parts))
+    status, out, err = _cli(["verify", str(tampered)], capsys)
+    assert (status, out) == (1, "")
+    assert err == (
+        f"error: {PATCHED}: a member's name is marked UTF-8 but is not; this is not a wheel "
+        "the build can patch, use the official wheel\n"
+    )
+
+
+def test_a_central_directory_offset_past_the_file_is_a_clear_error(
+    patched: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tampered = write(tmp_path / PATCHED, join(members_of(patched), offset_delta=1 << 31))
+    status, out, err = _cli(["verify", str(tampered)], capsys)
+    assert (status, out) == (1, "")
+    assert err == (
+        f"error: {PATCHED}: its central directory is not where its end record says; this is "
+        "not a wheel the build can patch, use the official wheel\n"
+    )
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+@pytest.mark.parametrize("which", ["patched", "base"])
+def test_a_fifo_is_refused_without_waiting(patched: Path, tmp_path: Path, which: str) -> None:
+    """In a process of its own, with a time limit: a hang fails the test instead of the suite."""
+    fifo = tmp_path / (PATCHED if which == "patched" else OFFICIAL)
+    os.mkfifo(fifo)
+    arguments = [str(fifo)] if which == "patched" else [str(patched), "--base-wheel", str(fifo)]
+    completed = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "patched_wheel"), "verify", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 1
+    assert completed.stderr.startswith("error: ") and completed.stderr.count("\n") == 1
+    assert "is not a file" in completed.stderr
+
+
+@pytest.mark.parametrize("python", [sys.executable] + [str(p) for p in OTHER_PYTHONS])
+def test_what_verify_accepts_pip_installs_on_every_python(
+    patched: Path, tmp_path: Path, python: str
+) -> None:
+    """The tree verify checked (the patched wheel's members, read strictly) is the tree pip
+    installs, on this Python and on every other one at hand (3.10-3.13 here), and uv too."""
+    assert verify(patched).verified
+    checked = {
+        name: data
+        for name, data in read_wheel(patched.read_bytes(), patched.name).members.items()
+        if ".dist-info/" not in name
+    }
+    completed = pip_install(python, patched, tmp_path / "pip")
+    assert completed.returncode == 0, completed.stderr
+    assert installed_tree(tmp_path / "pip") == checked
+    if python == sys.executable:
+        completed = uv_install(patched, tmp_path / "uv")
+        assert completed.returncode == 0, completed.stderr
+        assert installed_tree(tmp_path / "uv") == checked

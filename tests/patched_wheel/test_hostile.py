@@ -182,7 +182,48 @@ STRUCTURE_CASES = [
 ]
 
 
+def shadowing(name: str) -> object:
+    return pytest.param(
+        new(name),
+        exactly(
+            f"{NAME}: holds {name!r}, which Python would import instead of the patched "
+            f"{TARGET}; use the official wheel"
+        ),
+        id=f"shadow-{name.rsplit('/', 2)[-2]}-{name.rsplit('/', 1)[-1]}",
+    )
+
+
+SHADOW_CASES = [
+    shadowing("torch_tensorrt/dynamo/utils/__init__.py"),
+    shadowing("torch_tensorrt-2.14.0.data/purelib/torch_tensorrt/dynamo/utils/__init__.py"),
+    shadowing("torch_tensorrt-2.14.0.data/platlib/torch_tensorrt/dynamo/utils/__init__.py"),
+    shadowing("torch_tensorrt/dynamo/utils.abi3.so"),
+    shadowing("torch_tensorrt/dynamo/utils.cpython-311-x86_64-linux-gnu.so"),
+    shadowing("torch_tensorrt/dynamo/Utils.pyd"),
+    shadowing("torch_tensorrt/dynamo/utils.pyc"),
+    shadowing("torch_tensorrt-2.14.0.data/platlib/torch_tensorrt/dynamo/utils.abi3.so"),
+]
+
+# A 1000-term expression: parsed fine, but CPython's compiler recurses once per term.
+LONG_EXPRESSION = b"\nLONG = " + b" + ".join(b"1" for _ in range(1000)) + b"\n"
+
 PLAN_CASES = [
+    pytest.param(
+        edited(TARGET, lambda d: d + LONG_EXPRESSION),
+        exactly(
+            f"{NAME}:{TARGET} nests deeper than 100 levels (at line 1032), which no official "
+            "module does; use the official file"
+        ),
+        id="thousand-term-expression",
+    ),
+    pytest.param(
+        edited(TARGET, lambda d: d + b"\n" + b"pass\n" * 110_000),
+        exactly(
+            f"{NAME}:{TARGET} is larger than 512 KiB, which no official module comes near; "
+            "use the official file"
+        ),
+        id="source-beyond-the-ceiling",
+    ),
     pytest.param(
         new(f"torch_tensorrt-2.14.0.data/purelib/{TARGET}"),
         exactly(
@@ -239,7 +280,7 @@ PLAN_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("edit", "pattern"), STRUCTURE_CASES + PLAN_CASES)
+@pytest.mark.parametrize(("edit", "pattern"), STRUCTURE_CASES + SHADOW_CASES + PLAN_CASES)
 def test_hostile_base_is_refused(
     slim: Path,
     tmp_path: Path,
@@ -390,7 +431,7 @@ def test_wheel_beyond_the_size_cap_is_refused_unread(tmp_path: Path, out_dir: Pa
             NAME,
             b"just text\n",
             exactly(
-                f"{NAME}: not a valid zip file (File is not a zip file); the download may be "
+                f"{NAME}: not a valid zip file (its last 22 bytes are not a zip end record without comment); the download may be "
                 "truncated, delete it and download it again"
             ),
             id="text-file-named-as-a-wheel",
@@ -519,3 +560,72 @@ def test_file_name_too_long_for_the_file_system_is_refused(
         build_patched_wheel(read_base(base, lock=lock_for(base)), out_dir=out_dir)
     assert "File name too long" in str(error.value), str(error.value)
     assert list(out_dir.iterdir()) == []
+
+
+# A FIFO given as the base: refused before anything waits on it. Each run in a process of its
+# own with a time limit, so that a hang fails the test instead of stopping the suite.
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+def _run_with_fifo(tmp_path: Path, arguments: List[str], variables: Dict[str, str]) -> str:
+    import os
+    import subprocess
+    import sys
+
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TORCHTRT_")}
+    completed = subprocess.run(
+        [sys.executable, *arguments],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**environment, **variables},
+    )
+    assert completed.returncode == 1, completed.stderr
+    assert completed.stderr.count("\n") == 1, completed.stderr
+    return completed.stderr
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="FIFOs are POSIX")
+@pytest.mark.parametrize("how", ["option", "variable", "reader"])
+def test_a_fifo_as_the_base_wheel_is_refused_without_waiting(tmp_path: Path, how: str) -> None:
+    import os
+
+    fifo = tmp_path / NAME
+    os.mkfifo(fifo)
+    cli = str(REPOSITORY / "tools" / "patched_wheel")
+    if how == "option":
+        err = _run_with_fifo(tmp_path, [cli, "build", "--base-wheel", str(fifo)], {})
+    elif how == "variable":
+        err = _run_with_fifo(tmp_path, [cli, "build"], {"TORCHTRT_BASE_WHEEL": str(fifo)})
+    else:  # the reader itself, past every check of the callers
+        code = (
+            "import sys; from pathlib import Path; from patched_wheel import PatchError\n"
+            "from patched_wheel.wheelfile import read_wheel_file\n"
+            "try: read_wheel_file(Path(sys.argv[1]), what='--base-wheel')\n"
+            "except PatchError as e: sys.exit(print(e, file=sys.stderr) or 1)\n"
+        )
+        pythonpath = {"PYTHONPATH": str(REPOSITORY / "tools")}
+        err = _run_with_fifo(tmp_path, ["-c", code, str(fifo)], pythonpath)
+        assert (
+            err
+            == f"--base-wheel {str(fifo)!r} cannot be read (not a regular file); give the path of an official torch-tensorrt wheel file\n"
+        )
+    assert "not a" in err
+
+
+def test_a_record_row_with_terminal_escapes_is_shown_escaped(
+    slim: Path, tmp_path: Path, out_dir: Path
+) -> None:
+    forged = "torch_tensorrt/\x1b[2K\x1b[1Afine.py"
+    entries = rerecord(read_entries(slim), {forged: b"x = 1\n"})
+    base = write_entries(tmp_path / NAME, entries)
+    refused(
+        base,
+        out_dir,
+        exactly(
+            f"{NAME}: RECORD lists 'torch_tensorrt/\\x1b[2K\\x1b[1Afine.py', which the wheel lacks"
+        )
+        + re.escape(CHANGED),
+    )

@@ -299,3 +299,46 @@ def test_signature_from_the_ast_matches_the_imported_overlay(
         assert [(p.name, p.kind, p.default is p.empty) for p in from_ast.parameters.values()] == [
             (p.name, p.kind, p.default is p.empty) for p in imported.parameters.values()
         ]
+
+
+def test_the_splice_reads_the_base_once_however_many_assignments_it_holds(
+    base_wheels: Dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Splitting the whole base per top-level assignment (``ast.get_source_segment``) made
+    10,000 assignments take 116 s. Every line split of the base is counted, through the two
+    ways a source is split into lines: the count must not grow with the assignments."""
+    import patched_wheel.splice as splice
+
+    with zipfile.ZipFile(base_wheels["2.14.0"]) as archive:
+        official = archive.read(TARGET).decode()
+    splits: List[int] = []
+    real_segment, real_lines = ast.get_source_segment, splice.source_lines
+
+    def counted_segment(source: str, node: ast.AST, **options: bool) -> object:
+        splits.append(len(source))
+        return real_segment(source, node, **options)
+
+    def counted_lines(source: str) -> List[str]:
+        splits.append(len(source))
+        return real_lines(source)
+
+    monkeypatch.setattr(ast, "get_source_segment", counted_segment)
+    monkeypatch.setattr(splice, "source_lines", counted_lines)
+    overlay = parse_overlay(OVERLAY.read_text())
+    counts = []
+    for assignments in (100, 2000):
+        splits.clear()
+        base = official + "".join(f"V_{i} = {i}\n" for i in range(assignments))
+        splice.splice_overlay(base, overlay)
+        counts.append(len(splits))
+    assert counts[0] == counts[1] <= 4, counts
+
+
+def test_a_source_segment_is_the_one_ast_gives() -> None:
+    import patched_wheel.splice as splice
+
+    source = "A = 1\r\nB = 'caf\u00e9' + \\\n  'x'\rC = (1,\n 2)  # \u00e9\n\fD = 4\n"
+    module = ast.parse(source)
+    lines = splice.source_lines(source)
+    for node in module.body:
+        assert splice.source_segment(lines, node) == ast.get_source_segment(source, node)

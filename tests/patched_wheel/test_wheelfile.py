@@ -40,7 +40,7 @@ def test_truncated_zip_is_refused(synthetic_wheel: WheelFactory, out_dir: Path) 
     refused(
         base,
         out_dir,
-        f"{base.name}: not a valid zip file (File is not a zip file); the download may be "
+        f"{base.name}: not a valid zip file (its last 22 bytes are not a zip end record without comment); the download may be "
         "truncated, delete it and download it again",
     )
 

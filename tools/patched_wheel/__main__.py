@@ -82,7 +82,13 @@ from patched_wheel.policy import (  # noqa: E402
 from patched_wheel.provenance import overlay_sha256  # noqa: E402
 from patched_wheel.provenance_record import format_record  # noqa: E402
 from patched_wheel.refresh import refresh_lock  # noqa: E402
-from patched_wheel.verify import format_report, verify_patched_wheel  # noqa: E402
+from patched_wheel.verify import (  # noqa: E402
+    SHOWN_DIFF_LINES,
+    SHOWN_DIFFERENCES,
+    format_report,
+    verdict,
+    verify_patched_wheel,
+)
 from patched_wheel.wheelfile import read_wheel, read_wheel_file  # noqa: E402
 
 logger = logging.getLogger("patched_wheel")
@@ -135,11 +141,12 @@ def _build(args: argparse.Namespace) -> int:
 
 def _matrix(args: argparse.Namespace) -> int:
     requests = requests_for(args.release, args.platform, args.python)
+    overlay = read_overlay(args.overlay)
     entries = build_matrix(
         requests,
         out_dir=args.out,
         cache_dir=args.cache,
-        overlay=read_overlay(args.overlay),
+        overlay=overlay,
         lock=load_lock(args.lock),
         jobs=args.jobs,
     )
@@ -154,7 +161,10 @@ def _matrix(args: argparse.Namespace) -> int:
     print(summary(entries))
     print(f"wheels and supported_matrix.json in {args.out}")
     if any(entry.patched_wheel for entry in entries):
-        print(f"simple index in {write_simple_index(args.out)}")
+        index_dir = write_simple_index(
+            args.out, lock=load_lock(args.lock), overlay=overlay, cache_dir=args.cache
+        )
+        print(f"simple index in {index_dir}")
     if args.update_docs:
         update_docs(entries, docs_matrix=DOCS_MATRIX, readme=README)
         print(f"updated {DOCS_MATRIX.relative_to(README.parent)} and the table in README.md")
@@ -165,7 +175,12 @@ def _matrix(args: argparse.Namespace) -> int:
 
 
 def _index(args: argparse.Namespace) -> int:
-    index_dir = write_simple_index(args.dir)
+    index_dir = write_simple_index(
+        args.dir,
+        lock=load_lock(args.lock),
+        overlay=None if args.overlay is None else read_overlay(args.overlay),
+        cache_dir=args.cache,
+    )
     print(
         f"{index_dir}: pip install --extra-index-url {index_dir.resolve().as_uri()} torch_tensorrt"
     )
@@ -199,15 +214,10 @@ def _verify(args: argparse.Namespace) -> int:
         cache_dir=args.cache,
         unlocked=args.unlocked or unlocked_from_environment(os.environ),
     )
-    print(format_report(verification))
+    print(format_report(verification, full_diff=args.full_diff))
     if verification.verified:
         return 0
-    count = len(verification.differences)
-    raise PatchError(
-        f"{verification.patched_wheel} differs from the official wheel plus this repository's "
-        f"overlay in {count} {'file' if count == 1 else 'files'} (listed above); do not "
-        "install it"
-    )
+    raise PatchError(verdict(verification))
 
 
 def _lock(args: argparse.Namespace) -> int:
@@ -277,12 +287,23 @@ def _add_verify_options(command: argparse.ArgumentParser) -> None:
         "checked by nothing but its own RECORD",
     )
     command.add_argument(
+        "--full-diff",
+        action="store_true",
+        help="print the whole diff and every difference (by default the first "
+        f"{SHOWN_DIFF_LINES} lines of the diff and the first {SHOWN_DIFFERENCES} differences)",
+    )
+    _add_recorded_overlay_option(command)
+    command.set_defaults(run=_verify)
+
+
+def _add_recorded_overlay_option(command: argparse.ArgumentParser) -> None:
+    """``--overlay`` of the commands that check wheels: by default the one each record names."""
+    command.add_argument(
         "--overlay",
         type=Path,
         help="the overlay the wheel's record names (default: found in this repository's "
         "working tree or git history by its sha256)",
     )
-    command.set_defaults(run=_verify)
 
 
 def _add_provenance_commands(
@@ -357,7 +378,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_verify_options(verify)
     _add_provenance_commands(commands)
-    for command in (build, matrix, lock, verify):
+    _add_recorded_overlay_option(index)
+    for command in (build, matrix, lock, verify, index):
         _add_file_options(
             command, with_cache=command is not lock, with_overlay=command in (build, matrix)
         )

@@ -8,6 +8,13 @@ wheels the running Python cannot use without downloading them. Links are relativ
 (``../../<wheel>``), so the folder works as it is: from the disk
 (``--index-url file://DIR/simple``) or behind any static web host.
 
+Only wheels that pass ``verify`` are listed: patched wheels of this project whose official
+wheel the lock knows, each the official wheel plus this checkout's overlay and nothing else
+(:func:`~patched_wheel.verify.verify_patched_wheel`). A wheel of another project (an index
+that serves ``torch`` or ``tensorrt`` next to the patched wheels invites dependency
+confusion), an official or otherwise unpatched wheel, and a tampered one are refused, one line
+each, and nothing is written.
+
 The pages are made by a pure function, :func:`index_pages`, from the wheels' names, digests
 and Python requirements; the files are written one by one under a temporary name and renamed,
 so that a web host serving the folder never hands out half a page.
@@ -25,7 +32,12 @@ from urllib.parse import quote
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from patched_wheel import PatchError
 from patched_wheel.files import write_text_atomically
-from patched_wheel.wheelfile import parse_headers, read_wheel, read_wheel_file
+from patched_wheel.lock import Lock
+from patched_wheel.paths import DEFAULT_CACHE_DIR
+from patched_wheel.policy import PROJECT
+from patched_wheel.splice import OverlayParts
+from patched_wheel.verify import escaped, verdict, verify_patched_wheel
+from patched_wheel.wheelfile import parse_headers, parse_wheel_name, read_wheel, read_wheel_file
 
 __all__ = [
     "INDEX_DIR_NAME",
@@ -119,18 +131,90 @@ def read_indexed_wheel(path: Path) -> IndexedWheel:
     return IndexedWheel(path.name, wheel.sha256, requires[0] if requires else None)
 
 
-def write_simple_index(wheel_dir: Path) -> Path:
+def _foreign(path: Path) -> Optional[str]:
+    """Why the file may not be listed by its name alone (another project), or ``None``."""
+    try:
+        project = parse_wheel_name(path.name).name
+    except PatchError as error:
+        return str(error)
+    if project != canonicalize_name(PROJECT):
+        return (
+            f"{path.name}: not a {PROJECT} wheel; the index lists only this repository's "
+            "patched wheels, move it out of the folder"
+        )
+    return None
+
+
+def _verify_problem(
+    path: Path, *, lock: Lock, overlay: Optional[OverlayParts], cache_dir: Path
+) -> Optional[str]:
+    """Why verify refuses the wheel (an unpatched one by its name), in one line, or ``None``."""
+    try:
+        verification = verify_patched_wheel(path, lock=lock, overlay=overlay, cache_dir=cache_dir)
+    except PatchError as error:
+        return str(error)
+    return None if verification.verified else verdict(verification)
+
+
+def _listed(
+    path: Path, *, lock: Lock, overlay: Optional[OverlayParts], cache_dir: Path
+) -> IndexedWheel:
+    """The index's entry of a wheel that passes verify, its sha256 that of the bytes verified
+    (read before and after verify: a file changed meanwhile is refused)."""
+    problem = _foreign(path)
+    before = None if problem else read_indexed_wheel(path)
+    problem = problem or _verify_problem(path, lock=lock, overlay=overlay, cache_dir=cache_dir)
+    if problem is None and read_indexed_wheel(path) != before:
+        problem = f"{path.name}: changed while it was being verified; index the folder again"
+    if problem is not None or before is None:
+        raise PatchError(escaped(problem or f"{path.name}: cannot be listed"))
+    return before
+
+
+def _verified_wheels(
+    paths: Sequence[Path], *, lock: Lock, overlay: Optional[OverlayParts], cache_dir: Path
+) -> List[IndexedWheel]:
+    """Every wheel's entry; every refusal is logged, one line each, then the first raised."""
+    listed, problems = [], []
+    for path in paths:
+        try:
+            listed.append(_listed(path, lock=lock, overlay=overlay, cache_dir=cache_dir))
+        except PatchError as error:
+            problems.append(str(error))
+    if len(problems) > 1:
+        for problem in problems:
+            logger.error("%s", problem)
+        raise PatchError(
+            f"{len(problems)} of {len(paths)} wheels cannot be listed (above); remove them from "
+            "the folder or build them again with 'python tools/patched_wheel matrix'"
+        )
+    if problems:
+        raise PatchError(problems[0])
+    return listed
+
+
+def write_simple_index(
+    wheel_dir: Path,
+    *,
+    lock: Lock,
+    overlay: Optional[OverlayParts] = None,
+    cache_dir: Path = DEFAULT_CACHE_DIR,
+) -> Path:
     """Write the simple index of the wheels in ``wheel_dir`` into ``wheel_dir/simple``.
 
-    Only the ``*.whl`` files directly in ``wheel_dir`` are listed (hidden ones, such as the
-    build's temporary files, are not). Pages already there are replaced; a project page whose
-    wheels are all gone is left, but the project list no longer links it.
+    Only the ``*.whl`` files directly in ``wheel_dir`` are considered (hidden ones, such as the
+    build's temporary files, are not), and each must pass verify against ``lock`` and the
+    overlay its record names (``overlay``, where given, instead; its official wheel taken from
+    ``cache_dir``, else fetched), so that an index may hold the wheels of several overlays. Pages already
+    there are replaced; a project page whose wheels are all gone is left, but the project
+    list no longer links it.
 
     Returns:
         The index folder.
 
     Raises:
-        PatchError: If ``wheel_dir`` holds no wheel, or a file that is not a readable wheel.
+        PatchError: If ``wheel_dir`` holds no wheel, or any that may not be listed: then
+            nothing is written.
     """
     wheel_dir = Path(wheel_dir)
     if not wheel_dir.is_dir():
@@ -142,7 +226,8 @@ def write_simple_index(wheel_dir: Path) -> Path:
             f"'python tools/patched_wheel matrix --out {wheel_dir}'"
         )
     index_dir = wheel_dir / INDEX_DIR_NAME
-    pages = index_pages([read_indexed_wheel(path) for path in paths])
+    wheels = _verified_wheels(paths, lock=lock, overlay=overlay, cache_dir=cache_dir)
+    pages = index_pages(wheels)
     # The project list last, so that it never links a page not yet written.
     for relative in sorted(pages, key=lambda name: name == "index.html"):
         write_text_atomically(index_dir / relative, pages[relative])

@@ -214,6 +214,37 @@ def _check_layout(base: Wheel, dist_info: str) -> None:
                 f"{wheel}: holds a second {TARGET} as {name!r}, which installers would put "
                 "over the patched one; use the official wheel"
             )
+        if _shadows_target(name):
+            raise PatchError(
+                f"{wheel}: holds {name!r}, which Python would import instead of the patched "
+                f"{TARGET}; use the official wheel"
+            )
+
+
+def _installed_path(name: str) -> str:
+    """Where an installer puts a member, relative to site-packages: the member's own path, or
+    its path under ``<name>.data/purelib`` or ``platlib``; ``""`` for other schemes."""
+    top, _, rest = name.partition("/")
+    if not top.endswith(".data"):
+        return name
+    scheme, _, path = rest.partition("/")
+    return path if scheme in ("purelib", "platlib") else ""
+
+
+def _shadows_target(name: str) -> bool:
+    """Whether the member would be imported as ``torch_tensorrt.dynamo.utils`` before the
+    patched ``utils.py``: a package ``utils/`` (its ``__init__``, or anything in it), or an
+    extension or bytecode module ``utils.<...>.so``, ``.pyd``, ``.pyc`` beside it. Compared
+    without case, as macOS's and Windows' file systems compare names."""
+    path = _installed_path(name).casefold()
+    folder, _, module_file = TARGET.casefold().rpartition("/")
+    stem = module_file.split(".")[0]
+    if not path.startswith(f"{folder}/"):
+        return False
+    inside = path[len(folder) + 1 :]
+    if inside.startswith(f"{stem}/"):
+        return True
+    return "/" not in inside and inside.split(".")[0] == stem and inside != module_file
 
 
 def _check_fixes_apply(

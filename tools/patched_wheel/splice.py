@@ -15,12 +15,18 @@ The rules, as the overlay's module docstring states them:
 
 Every other byte of the base stays as it was, so an overlay with nothing to splice gives the
 base back unchanged, and splicing the result again changes nothing.
+
+The cost is linear in the size of the base's module, and bounded: a source larger than
+:data:`MAX_SOURCE_BYTES` or nested deeper than :data:`MAX_NESTING` is refused before it is
+parsed or compiled (CPython's compiler recurses once per level and ends in ``RecursionError``
+on a long enough expression).
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+import re
 import threading
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
@@ -28,6 +34,8 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 from patched_wheel import PatchError
 
 __all__ = [
+    "MAX_NESTING",
+    "MAX_SOURCE_BYTES",
     "OverlayParts",
     "check_splice",
     "parse_overlay",
@@ -36,6 +44,16 @@ __all__ = [
     "splice_overlay",
     "top_level_definitions",
 ]
+
+# Ceilings on a Python source the build parses. The official modules are at most 133 KB
+# (aten_ops_converters.py in 2.14; utils.py is 39 KB) and nest at most 24 levels. Benefit: a
+# hostile base costs at most a few hundred MB and seconds, and never a RecursionError. Cost:
+# a module beyond them cannot be patched (raise them here for one).
+MAX_SOURCE_BYTES = 512 << 10
+MAX_NESTING = 100
+
+# Where the tokenizer ends a line (not at a form feed, unlike ``str.splitlines``).
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 DefinitionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef]
@@ -66,10 +84,21 @@ _AST_LOCK = threading.Lock()
 
 
 def parse_source(source: Union[str, bytes], what: str, filename: str = "<unknown>") -> ast.Module:
-    """``ast.parse`` with every failure, a null byte or a bomb of nesting too, as a refusal."""
+    """``ast.parse`` with every failure, a null byte or a bomb of nesting too, as a refusal;
+    a source beyond :data:`MAX_SOURCE_BYTES` or :data:`MAX_NESTING` is refused too."""
+    size = len(
+        source
+        if isinstance(source, bytes)
+        else source[: MAX_SOURCE_BYTES + 1].encode("utf-8", "surrogatepass")
+    )
+    if size > MAX_SOURCE_BYTES:
+        raise PatchError(
+            f"{what} is larger than {MAX_SOURCE_BYTES >> 10} KiB, which no official module "
+            "comes near; use the official file"
+        )
     try:
         with _AST_LOCK:
-            return ast.parse(source, filename)
+            module = ast.parse(source, filename)
     except SyntaxError as error:
         raise PatchError(
             f"{what} is not valid Python ({error.msg}, line {error.lineno}); "
@@ -80,6 +109,45 @@ def parse_source(source: Union[str, bytes], what: str, filename: str = "<unknown
             f"{what} cannot be parsed as Python ({type(error).__name__}: {error}); "
             "use the official file, or fix the overlay"
         ) from None
+    _check_nesting(module, what)
+    return module
+
+
+def _check_nesting(module: ast.Module, what: str) -> None:
+    """Refuse a module whose syntax tree is deeper than :data:`MAX_NESTING` (walked without
+    recursion, so that the check itself cannot overflow)."""
+    stack: List[Tuple[ast.AST, int]] = [(module, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            line = getattr(node, "lineno", "?")
+            raise PatchError(
+                f"{what} nests deeper than {MAX_NESTING} levels (at line {line}), which no "
+                "official module does; use the official file"
+            )
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+
+
+def source_lines(source: str) -> List[str]:
+    """``source``'s lines, ends kept, split where the tokenizer splits them (the lines that
+    ``ast`` node positions count)."""
+    lines, start = [], 0
+    for match in _LINE_END.finditer(source):
+        lines.append(source[start : match.end()])
+        start = match.end()
+    return lines + ([source[start:]] if start < len(source) else [])
+
+
+def source_segment(lines: Sequence[str], node: ast.stmt) -> str:
+    """``ast.get_source_segment`` on lines split once: that function splits the whole source
+    at every call, which made the splice quadratic in the number of assignments."""
+    first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+    start, end = node.col_offset, node.end_col_offset
+    if first == last:
+        return lines[first].encode("utf-8")[start:end].decode("utf-8")
+    head = lines[first].encode("utf-8")[start:].decode("utf-8")
+    tail = lines[last].encode("utf-8")[:end].decode("utf-8")
+    return head + "".join(lines[first + 1 : last]) + tail
 
 
 def _constant_name(node: ast.stmt) -> str | None:
@@ -241,16 +309,18 @@ def _new_constants(
     newline: str,
 ) -> List[str]:
     base_constants = {}
+    base_lines = source_lines(base_source)
     for node in base.body:
         name = _constant_name(node)
         if name is not None:
-            base_constants[name] = ast.get_source_segment(base_source, node)
+            base_constants[name] = source_segment(base_lines, node)
     taken = _other_top_level_names(base) | _names_bound_by_imports(base)
+    overlay_source_lines = source_lines(overlay.source)
     lines: List[str] = []
     for node in overlay.constants:
         name = _constant_name(node)
         assert name is not None
-        source = ast.get_source_segment(overlay.source, node)
+        source = source_segment(overlay_source_lines, node)
         if name in base_constants:
             if base_constants[name] == source:
                 continue
@@ -348,10 +418,10 @@ def check_splice(spliced: bytes, overlay: OverlayParts, *, filename: str) -> Non
         with _AST_LOCK:
             module = ast.parse(spliced, filename)
             compile(module, filename, "exec", dont_inherit=True)
-    except (SyntaxError, ValueError) as error:
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as error:
         raise PatchError(
-            f"{filename}: the spliced module does not compile ({error}); the overlay does "
-            "not fit this base release"
+            f"{filename}: the spliced module does not compile ({type(error).__name__}: "
+            f"{error}); the overlay does not fit this base release"
         ) from None
     found = top_level_definitions(module)
     for definition in overlay.definitions:

@@ -25,17 +25,13 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import io
 import logging
-import zipfile
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from patched_wheel import PatchError
 from patched_wheel.base import read_base
-from patched_wheel.download import BaseRequest
 from patched_wheel.labels import OverlayReleases, load_overlay_releases
 from patched_wheel.lock import Lock
 from patched_wheel.origin import (
@@ -49,28 +45,51 @@ from patched_wheel.origin import (
 from patched_wheel.paths import DEFAULT_CACHE_DIR, REPOSITORY
 from patched_wheel.plan import PatchPlan, plan_patch
 from patched_wheel.policy import TARGET
+from patched_wheel.provenance_record import record_member
+from patched_wheel.request import BaseRequest
 from patched_wheel.resolve import fetch_base
 from patched_wheel.splice import OverlayParts
 from patched_wheel.wheelfile import (
+    MAX_RECORD_BYTES,
     Wheel,
     check_sizes,
     parse_wheel_name,
     read_wheel,
     read_wheel_file,
-    unpack_member,
+    read_zip,
 )
 
 __all__ = [
+    "MAX_DIFFED_BYTES",
+    "SHOWN_DIFFERENCES",
+    "SHOWN_DIFF_LINES",
     "Difference",
+    "PatchedMembers",
     "Verification",
     "compare_members",
     "expected_members",
+    "escaped",
     "format_report",
     "official_wheel_name",
+    "verdict",
     "verify_patched_wheel",
 ]
 
 logger = logging.getLogger(__name__)
+
+# What a report shows without --full-diff: the diff's first lines and the first differences,
+# the rest counted. Benefit: a tampered wheel cannot flood a terminal (a 33 MiB wheel once
+# printed 104 MiB). Cost: the rest takes --full-diff.
+SHOWN_DIFF_LINES = 400
+SHOWN_DIFFERENCES = 50
+
+# Files larger than this are neither kept in memory nor diffed (difflib's time grows with the
+# square of the lines); the report names them with their sha256. The official utils.py is
+# about 30 KB, METADATA a few KB.
+MAX_DIFFED_BYTES = 1 << 20
+
+# The longest line of a difference's detail that reaches the screen.
+_MAX_DETAIL_CHARACTERS = 300
 
 
 @dataclass(frozen=True)
@@ -156,24 +175,44 @@ def _official_base(
     return base
 
 
-def _members(data: bytes, filename: str) -> Tuple[Dict[str, bytes], List[str]]:
-    """A zip's members by name, and the names it holds more than once.
+@dataclass(frozen=True)
+class PatchedMembers:
+    """The patched wheel as verify compares it: every member's sha256, and the bytes of the
+    few files the report shows (``utils.py``, METADATA) where they are small enough to diff.
 
-    The sizes are checked from the zip's headers first, and each member is unpacked to its
-    header's size at most, as the build reads a base (:func:`~patched_wheel.wheelfile.check_sizes`).
+    Only these are kept, so that verify holds one unpacked member at a time, whatever the
+    wheel unpacks to.
     """
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            infos = archive.infolist()
-            check_sizes(infos, len(data), filename)
-            members = {
-                i.filename: b"" if i.is_dir() else unpack_member(archive, i, filename)
-                for i in infos
-            }
-    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, NotImplementedError) as error:
-        raise PatchError(f"{filename}: not a readable zip file ({error})") from None
-    names = [info.filename for info in infos]
-    return members, sorted(name for name, count in Counter(names).items() if count > 1)
+
+    sha256: Mapping[str, str]
+    shown: Mapping[str, bytes]
+
+
+def _is_shown(name: str) -> bool:
+    return name == TARGET or name.endswith(".dist-info/METADATA")
+
+
+def _patched_members(data: bytes, filename: str) -> PatchedMembers:
+    """The patched wheel's members, read strictly (as the build reads a base: every byte of
+    the zip accounted for, sizes checked from the headers before anything is unpacked)."""
+    archive = read_zip(data, filename)
+    check_sizes(archive.infos, len(data), filename)
+    digests: Dict[str, str] = {}
+    shown: Dict[str, bytes] = {}
+    for member in archive.members:
+        name = member.info.filename
+        hasher = hashlib.sha256()
+        kept: Optional[List[bytes]] = [] if _is_shown(name) else None
+        for piece in archive.pieces(member):
+            hasher.update(piece)
+            if kept is not None:
+                kept.append(piece)
+            if kept is not None and sum(len(p) for p in kept) > MAX_DIFFED_BYTES:
+                kept = None
+        digests[name] = hasher.hexdigest()
+        if kept is not None:
+            shown[name] = b"".join(kept)
+    return PatchedMembers(digests, shown)
 
 
 def expected_members(plan: PatchPlan) -> Dict[str, bytes]:
@@ -185,49 +224,68 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _changed_detail(path: str, expected: bytes, actual: bytes) -> str:
+def escaped(text: str) -> str:
+    """``text`` as a terminal may show it: every character it would act on (escape sequences,
+    carriage returns, bidirectional overrides) written as a Python escape instead."""
+    return "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in text)
+
+
+def _changed_detail(path: str, expected: bytes, actual: Optional[bytes], sha256: str) -> str:
     if path == TARGET:
         return "not what this repository's overlay makes of the official file"
-    if path.endswith(".dist-info/METADATA"):
+    if path.endswith(".dist-info/METADATA") and actual is not None:
         lines = difflib.ndiff(
             expected.decode("utf-8", "replace").splitlines(),
             actual.decode("utf-8", "replace").splitlines(),
         )
-        changed = [line for line in lines if line[:1] in "+-"]
+        changed = [line[:_MAX_DETAIL_CHARACTERS] for line in lines if line[:1] in "+-"]
         return "lines differ from the official METADATA with Version changed: " + "; ".join(
             changed[:6]
         )
-    return f"sha256 {_sha256(actual)}, expected {_sha256(expected)}"
+    return f"sha256 {sha256}, expected {_sha256(expected)}"
 
 
 def compare_members(
-    expected: Mapping[str, bytes], actual: Mapping[str, bytes], *, record_name: str
+    expected: Mapping[str, bytes], actual: PatchedMembers, *, record_name: str
 ) -> List[Difference]:
     """Every file where ``actual`` is not ``expected`` (``record_name`` is checked elsewhere)."""
+    present = set(actual.sha256)
     differences = [
-        Difference("missing", name) for name in sorted(set(expected) - set(actual) - {record_name})
+        Difference("missing", name) for name in sorted(set(expected) - present - {record_name})
     ]
     differences += [
-        Difference("added", name) for name in sorted(set(actual) - set(expected) - {record_name})
+        Difference("added", name) for name in sorted(present - set(expected) - {record_name})
     ]
-    for name in sorted(set(expected) & set(actual)):
-        if expected[name] != actual[name]:
-            differences.append(
-                Difference("changed", name, _changed_detail(name, expected[name], actual[name]))
+    for name in sorted(set(expected) & present):
+        if _sha256(expected[name]) != actual.sha256[name]:
+            detail = _changed_detail(
+                name, expected[name], actual.shown.get(name), actual.sha256[name]
             )
+            differences.append(Difference("changed", name, detail))
     return sorted(differences, key=lambda d: (d.path, d.kind))
 
 
-def _utils_diff(official: Wheel, patched: Mapping[str, bytes]) -> str:
-    before = official.read(TARGET).decode("utf-8", "replace").splitlines(keepends=True)
-    after = patched.get(TARGET, b"").decode("utf-8", "replace").splitlines(keepends=True)
+def _source_lines(source: bytes) -> List[str]:
+    """The lines of a source as Python reads them, ended by ``\n`` only (``splitlines`` would
+    also end them at a carriage return, form feed or separator a line may hold)."""
+    parts = source.decode("utf-8", "replace").split("\n")
+    return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def _utils_diff(official: Wheel, patched: PatchedMembers) -> str:
+    """The unified diff of ``utils.py``, or one line saying why there is none."""
+    if TARGET in patched.sha256 and TARGET not in patched.shown:
+        return f"(the patched {TARGET} is larger than {MAX_DIFFED_BYTES} bytes: no diff made)\n"
+    before = _source_lines(official.read(TARGET))
+    after = _source_lines(patched.shown.get(TARGET, b""))
     return "".join(difflib.unified_diff(before, after, f"official/{TARGET}", f"patched/{TARGET}"))
 
 
 def _record_problem(data: bytes, filename: str) -> Optional[str]:
-    """What is wrong with the patched wheel as a wheel (RECORD, structure), if anything."""
+    """What is wrong with the patched wheel as a wheel (RECORD, structure), if anything; no
+    member is kept, so that this second reading holds one member at a time."""
     try:
-        read_wheel(data, filename)
+        read_wheel(data, filename, keep=lambda name: False)
     except PatchError as error:
         return str(error)
     return None
@@ -235,17 +293,23 @@ def _record_problem(data: bytes, filename: str) -> Optional[str]:
 
 def _differences(
     expected: Mapping[str, bytes], data: bytes, filename: str
-) -> Tuple[List[Difference], Dict[str, bytes]]:
+) -> Tuple[List[Difference], PatchedMembers]:
     """Every way the patched wheel (``data``) is not ``expected``, and its members."""
-    members, duplicates = _members(data, filename)
+    members = _patched_members(data, filename)
     name = parse_wheel_name(filename)
     record_name = f"{name.written_name}-{name.written_version}.dist-info/RECORD"
     differences = compare_members(expected, members, record_name=record_name)
-    differences += [Difference("changed", n, "in the zip twice") for n in duplicates]
     record_problem = _record_problem(data, filename)
     if record_problem is not None:
         differences.append(Difference("changed", record_name, record_problem))
     return differences, members
+
+
+def _identical(plan: PatchPlan, expected: Mapping[str, bytes], patched: PatchedMembers) -> int:
+    """How many of the official files that must stay unchanged (the plan copies them) are the
+    official ones."""
+    unchanged = [member.name for member in plan.members() if member.data is None]
+    return sum(1 for name in unchanged if patched.sha256.get(name) == _sha256(expected[name]))
 
 
 def _read_patched(path: Path) -> bytes:
@@ -253,6 +317,19 @@ def _read_patched(path: Path) -> bytes:
     if not path.is_file():
         raise PatchError(f"{str(path)!r} is not a file; give the patched wheel's path")
     return read_wheel_file(path, what="the patched wheel")
+
+
+def _record_members(data: bytes, filename: str) -> Dict[str, bytes]:
+    """The patched wheel's provenance record alone, by name (the zip read strictly, and its
+    sizes checked from the headers before the record is unpacked)."""
+    archive = read_zip(data, filename)
+    check_sizes(archive.infos, len(data), filename)
+    name = parse_wheel_name(filename)
+    wanted = record_member(f"{name.written_name}-{name.written_version}.dist-info")
+    found = [member for member in archive.members if member.info.filename == wanted]
+    if any(member.info.file_size > MAX_RECORD_BYTES for member in found):
+        raise PatchError(f"{filename}: its provenance record is larger than a record can be")
+    return {wanted: archive.unpack(member) for member in found}
 
 
 @dataclass(frozen=True)
@@ -276,7 +353,7 @@ def _recorded_plan(
     """The build's plan of the base and overlay that the wheel's record names, each checked:
     the record against the wheel's name, lock and registry, the base and overlay by sha256."""
     official_wheel_name(filename)  # a wheel of this fork at all, before unpacking it
-    record = read_patched_record(_members(data, filename)[0], filename)
+    record = read_patched_record(_record_members(data, filename), filename)
     releases = releases or load_overlay_releases()
     official_name = check_record(record, filename, lock=lock, releases=releases)
     official = _official_base(
@@ -326,25 +403,61 @@ def verify_patched_wheel(
     differences, patched_members = _differences(expected, data, patched_wheel.name)
 
     # 3. The summary: files that are the official ones byte for byte, and the diff.
-    unchanged = {member.name for member in plan.members() if member.data is None}
-    identical = sum(1 for name in unchanged if patched_members.get(name) == expected[name])
     return Verification(
         patched_wheel=patched_wheel.name,
         official_wheel=official.filename,
         official_sha256=official.sha256,
         in_lock=official.filename in lock.wheels,
-        identical=identical,
+        identical=_identical(plan, expected, patched_members),
         utils_diff=_utils_diff(official, patched_members),
         differences=tuple(differences),
     )
 
 
-def format_report(verification: Verification) -> str:
-    """The text the ``verify`` command prints: what was checked, the diff, the differences."""
+def _diff_lines(diff: str, full_diff: bool) -> List[str]:
+    # A CRLF source (the Windows wheels) keeps its carriage returns out of sight.
+    lines = [escaped(line.removesuffix("\r")) for line in diff.split("\n")]
+    lines = lines[:-1] if lines[-1:] == [""] else lines
+    if full_diff or len(lines) <= SHOWN_DIFF_LINES:
+        return lines
+    hidden = len(lines) - SHOWN_DIFF_LINES
+    return lines[:SHOWN_DIFF_LINES] + [
+        f"... {hidden} more lines of the diff (--full-diff shows them)"
+    ]
+
+
+def _difference_lines(differences: Sequence[Difference], full_diff: bool) -> List[str]:
+    lines = [escaped(difference.describe()) for difference in differences]
+    if full_diff or len(lines) <= SHOWN_DIFFERENCES:
+        return lines
+    hidden = len(lines) - SHOWN_DIFFERENCES
+    return lines[:SHOWN_DIFFERENCES] + [f"... {hidden} more differences (--full-diff lists them)"]
+
+
+def verdict(verification: Verification) -> str:
+    """The report's last line: what the comparison found, in one line."""
+    if verification.verified:
+        return "verified: the official wheel plus this repository's overlay, nothing else"
+    count = len(verification.differences)
+    return (
+        f"NOT verified: {escaped(verification.patched_wheel)} differs from the official wheel "
+        f"plus this repository's overlay in {count} {'file' if count == 1 else 'files'} "
+        "(listed above); do not install it"
+    )
+
+
+def format_report(verification: Verification, *, full_diff: bool = False) -> str:
+    """The text the ``verify`` command prints: what was checked, the diff, the differences,
+    and the verdict as the last line.
+
+    Every name and line from the wheels is shown escaped (:func:`escaped`), so that nothing in
+    them can move the cursor or erase a line; the diff and the list of differences are cut
+    to their first lines unless ``full_diff``.
+    """
     lock_note = "as in the lock" if verification.in_lock else "NOT in the lock, unchecked"
     lines = [
-        f"patched wheel:  {verification.patched_wheel}",
-        f"official wheel: {verification.official_wheel}",
+        f"patched wheel:  {escaped(verification.patched_wheel)}",
+        f"official wheel: {escaped(verification.official_wheel)}",
         f"                sha256 {verification.official_sha256} ({lock_note})",
         f"{verification.identical} files are the official wheel's, byte for byte",
     ]
@@ -353,9 +466,7 @@ def format_report(verification: Verification) -> str:
             f"{TARGET} is this repository's overlay spliced into the official file",
             "METADATA differs from the official one only in Version; RECORD lists every file",
         ]
-    lines += ["", verification.utils_diff.rstrip("\n"), ""]
-    if verification.verified:
-        lines.append("verified: the official wheel plus this repository's overlay, nothing else")
-    else:
-        lines += [difference.describe() for difference in verification.differences]
+    lines += ["", *_diff_lines(verification.utils_diff, full_diff), ""]
+    lines += _difference_lines(verification.differences, full_diff)
+    lines.append(verdict(verification))
     return "\n".join(lines)
