@@ -379,7 +379,8 @@ def test_an_official_wheel_is_refused_by_name(tmp_path: Path) -> None:
     with pytest.raises(
         PatchError,
         match=re.escape(
-            f"{official.name}: its version '2.14.0' does not end in the label +memfix1"
+            f"{official.name}: its version '2.14.0' carries no label of this fork, so this "
+            "repository's build did not make it"
         ),
     ):
         write_simple_index(tmp_path)
@@ -421,7 +422,7 @@ def test_every_refused_wheel_gets_one_line_and_nothing_is_written(
     for param in REFUSED_BY_NAME:
         (tmp_path / param.values[0]).write_bytes(b"never read")  # type: ignore[operator]
     assert main(["index", str(tmp_path)]) == 1
-    err = capsys.readouterr().err.splitlines()
+    err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("overlay:")]
     assert err == [
         f"error: {param.values[1]}" for param in sorted(REFUSED_BY_NAME, key=lambda p: p.values[0])
     ] + [
