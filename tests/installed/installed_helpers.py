@@ -182,3 +182,18 @@ def rewrite_wheel(
         for name, data in members.items():
             archive.writestr(name, data)
     return dest
+
+
+def plain_index(folder: Path) -> Path:
+    """``folder/simple``: the pages of the wheels in ``folder``, as PyPI would serve them.
+
+    Made directly, not by ``index`` (which lists only this fork's verified patched wheels), for
+    tests that need an index of any wheels, official ones included, to see what pip picks.
+    """
+    from patched_wheel.index import index_pages, read_indexed_wheel
+
+    wheels = [read_indexed_wheel(path) for path in sorted(folder.glob("*.whl"))]
+    for relative, page in index_pages(wheels).items():
+        (folder / "simple" / relative).parent.mkdir(parents=True, exist_ok=True)
+        (folder / "simple" / relative).write_text(page)
+    return folder / "simple"

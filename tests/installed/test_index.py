@@ -14,7 +14,7 @@ from urllib.parse import unquote
 
 import pytest
 from index_server import ServedIndex, serving
-from installed_helpers import INDEX_BASES
+from installed_helpers import INDEX_BASES, plain_index
 from patched_wheel import PatchError
 from patched_wheel.__main__ import main
 from patched_wheel.index import IndexedWheel, index_pages, read_indexed_wheel
@@ -310,11 +310,7 @@ def official_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("official-index")
     official = DEFAULT_CACHE_DIR / PATCHED_X86.replace(f"+{LABEL}", "")
     (folder / official.name).symlink_to(official)
-    # index refuses an official wheel: the pages are made directly, as PyPI's would be.
-    for relative, page in index_pages([read_indexed_wheel(folder / official.name)]).items():
-        (folder / "simple" / relative).parent.mkdir(parents=True, exist_ok=True)
-        (folder / "simple" / relative).write_text(page)
-    return folder / "simple"
+    return plain_index(folder)  # index refuses an official wheel
 
 
 def test_pip_prefers_the_patched_wheel_of_a_release_over_the_official_one(

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
+from installed_helpers import plain_index
 from patched_wheel.base import read_base
 from patched_wheel.build import build_patched_wheel
-from patched_wheel.index import write_simple_index
 from patched_wheel.lock import Lock
 from patched_wheel.paths import README, REPOSITORY
 from uv import find_uv_bin
@@ -50,8 +50,8 @@ def indexes(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, str]:
         read_base(official, lock=Lock({official.name: sha256(official)})), out_dir=patched_dir
     )
     return {
-        "pypi": write_simple_index(official_dir).as_uri(),
-        "patched": write_simple_index(patched_dir).as_uri(),
+        "pypi": plain_index(official_dir).as_uri(),
+        "patched": plain_index(patched_dir).as_uri(),
     }
 
 
