@@ -17,7 +17,7 @@ from index_server import ServedIndex, serving
 from installed_helpers import INDEX_BASES, plain_index
 from patched_wheel import PatchError
 from patched_wheel.__main__ import main
-from patched_wheel.index import IndexedWheel, index_pages, read_indexed_wheel
+from patched_wheel.index import IndexedWheel, index_pages
 from patched_wheel.index import write_simple_index as write_index
 from patched_wheel.lock import load_lock
 from patched_wheel.overlay import read_overlay
