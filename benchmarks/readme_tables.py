@@ -10,8 +10,15 @@ Each table sits in ``README.md`` between ``<!-- results:NAME:start -->`` and
 result file holds (a new model or strategy in ``offload*.json`` becomes a new row or cell), and
 each block ends with the file it comes from and the command that wrote it, so no figure in the
 README is typed by hand. ``tests/docs/test_readme_tables.py`` fails when the README differs
-from what this module makes of the results. The docs show the same tables
-(``docsrc/_ext/benchmark_tables.py``, directive ``readme-table``).
+from what this module makes of the results.
+
+This is the one way from a result file to a table: the docs' extension
+(``docsrc/_ext/benchmark_tables.py``) renders the same :class:`Table` objects, the README's
+headline tables (:data:`TABLES`) and the tables of every run that only the docs show
+(:func:`offload_run`, :func:`host_heap_cases`, :func:`fast_path_ceilings`,
+:func:`offload_steps`). Every table says which overlay its figures measured, from each result
+file's ``provenance`` (:class:`OverlayMark`): a file that records an overlay other than the
+current one, or none, is marked so.
 
 The table of supported releases (``<!-- supported-matrix:... -->``) is not written here but by
 ``python tools/patched_wheel matrix --update-docs``, which builds the wheels it lists.
@@ -38,13 +45,15 @@ README = REPOSITORY / "README.md"
 GiB = 1024**3
 MiB = 1024**2
 
-# The offload strategies the headline tables compare, in column order, with their meaning.
-STRATEGY_COLUMNS = (
-    ("upstream", "upstream releases (`module.to`)"),
-    ("step-1GiB-plain", "upstream main (1 GiB step)"),
-    ("fork", "this fork"),
-    ("fork-plain", "this fork, fast path off"),
-)
+# The offload strategies, with the words the tables use for them. ``step-1GiB-plain`` is the
+# fork's own deallocate_module with a 1 GiB step and the fast path off (a move made the way
+# upstream main's fix makes it), not upstream's code.
+STRATEGY_TITLES = {
+    "upstream": "`module.to`",
+    "step-1GiB-plain": "1 GiB step, fast path off",
+    "fork": "fork",
+    "fork-plain": "fork, fast path off",
+}
 
 # The host-heap cases of the README's table, in row order, with their meaning.
 HOST_HEAP_ROWS = (
@@ -52,6 +61,13 @@ HOST_HEAP_ROWS = (
     ("fork", "this fork (`trim_host_heap`)"),
     ("mmap_threshold", "closest peer: `MALLOC_MMAP_THRESHOLD_`"),
 )
+
+# How a table marks a figure whose result file does not name the current overlay.
+UNKNOWN_OVERLAY = "overlay unknown"
+OTHER_OVERLAY = "other overlay"
+SHORT_SHA = 12
+
+BENCHMARKS_PAGE = "docsrc/benchmarks.rst"
 
 
 class ResultsError(Exception):
@@ -65,6 +81,7 @@ class Table:
     header: Sequence[str]
     rows: Sequence[Sequence[str]]
     notes: Sequence[str]
+    numeric_from: int = 1  # columns from this one on are numbers, right-aligned
 
 
 # -- reading the results -----------------------------------------------------------------------
@@ -126,91 +143,189 @@ def model_name(case: Dict[str, Any]) -> str:
     return f"{case['size_gib']} GiB {case['mix']}"
 
 
-def _groups(cases: Sequence[Dict[str, Any]]) -> List[str]:
-    groups: List[str] = []
-    for case in cases:
-        if model_name(case) not in groups:
-            groups.append(model_name(case))
-    return groups
+# -- which overlay a figure measured -----------------------------------------------------------
 
 
-def _strategy_table(
-    cases: Sequence[Dict[str, Any]], cell: Callable[[List[Dict[str, Any]]], str]
-) -> List[List[str]]:
-    """One row per model, one cell per strategy column: ``cell`` of that model's cases."""
-    rows = []
-    for group in _groups(cases):
-        row = [group]
-        for strategy, _ in STRATEGY_COLUMNS:
-            found = [c for c in cases if model_name(c) == group and c["strategy"] == strategy]
-            row.append(cell(found) if found else "not run")
-        rows.append(row)
-    return rows
+def current_overlay_sha256() -> str:
+    """The sha256 of the overlay in this checkout, as the build and the benchmarks compute it
+    (``patched_wheel.provenance``), so that a table and a result file compare the same value."""
+    tools = str(REPOSITORY / "tools")
+    if tools not in sys.path:
+        sys.path.insert(0, tools)
+    from patched_wheel.provenance import overlay_sha256
+
+    return overlay_sha256()
 
 
-# -- the tables --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class OverlayMark:
+    """The overlay a result file measured (``None``: the file records no ``provenance``) and
+    whether it is the overlay of this checkout."""
+
+    sha256: Optional[str]
+    current: bool
+
+    @property
+    def text(self) -> str:
+        """The short sha256, marked when it is not the current overlay's."""
+        if self.sha256 is None:
+            return UNKNOWN_OVERLAY
+        short = self.sha256[:SHORT_SHA]
+        return short if self.current else f"{short} ({OTHER_OVERLAY})"
 
 
-def _offload_cases(
-    results: Path, probed: bool
-) -> Tuple[List[Dict[str, Any]], List[str], Dict[str, Any]]:
-    """The probed (or unprobed) cases of every offload file, the files' source notes, and the
-    machine of the last file that had any."""
-    cases: List[Dict[str, Any]] = []
-    notes: List[str] = []
-    machine: Dict[str, Any] = {}
+def overlay_mark(document: Dict[str, Any], current: str) -> OverlayMark:
+    """The overlay a result file names in its ``provenance``, against the current one."""
+    provenance = document.get("provenance")
+    recorded = provenance.get("overlay_sha256") if isinstance(provenance, dict) else None
+    if not isinstance(recorded, str) or not recorded:
+        return OverlayMark(None, False)
+    return OverlayMark(recorded, recorded == current)
+
+
+def overlay_note(marks: Sequence[OverlayMark], current: str) -> str:
+    """What the overlay column (or line) means, and whether any figure measured another one."""
+    note = (
+        f"Overlay: the first {SHORT_SHA} hex digits of the sha256 of "
+        "`py/torch_tensorrt/dynamo/utils.py` that the run's result file records in its "
+        f"`provenance`; the current overlay is {current[:SHORT_SHA]}."
+    )
+    if any(mark.sha256 is None for mark in marks):
+        note += f' "{UNKNOWN_OVERLAY}": the file records none, so the run may predate it.'
+    if any(mark.sha256 is not None and not mark.current for mark in marks):
+        note += f' "{OTHER_OVERLAY}": measured on an overlay that is not the current one.'
+    return note
+
+
+def overlay_line(mark: OverlayMark, current: str) -> str:
+    """One sentence naming the overlay of a table drawn from a single run."""
+    if mark.current:
+        return f"Overlay of this run: {mark.text}, the current one."
+    if mark.sha256 is None:
+        return (
+            f"Overlay of this run: {UNKNOWN_OVERLAY} (its result file records no `provenance`, "
+            f"so it may predate the current overlay, {current[:SHORT_SHA]})."
+        )
+    return f"Overlay of this run: {mark.text}; the current one is {current[:SHORT_SHA]}."
+
+
+# -- the README's headline tables --------------------------------------------------------------
+
+
+def _runs(results: Path, probed: bool) -> List[Tuple[Path, Dict[str, Any]]]:
+    """The offload files holding probed (or unprobed) cases, each with its document."""
+    runs = []
     for path in offload_files(results):
         document = read_result(path)
-        found = [case for case in document["cases"] if case.get("probes", True) == probed]
+        if any(case.get("probes", True) == probed for case in document["cases"]):
+            runs.append((path, document))
+    return runs
+
+
+def _side_by_side(
+    document: Dict[str, Any], probed: bool, strategies: Sequence[str]
+) -> List[Dict[str, Dict[str, Any]]]:
+    """Per model of one run, its first case of each strategy; only models that ran them all,
+    so that every figure of a row comes from the same run."""
+    by_model: Dict[str, Dict[str, Dict[str, Any]]] = {}
+    for case in document["cases"]:
+        if case.get("probes", True) == probed:
+            by_model.setdefault(model_name(case), {}).setdefault(case["strategy"], case)
+    return [cases for cases in by_model.values() if all(name in cases for name in strategies)]
+
+
+HEADLINE_MEMORY = ("upstream", "step-1GiB-plain", "fork")
+HEADLINE_SPEED = ("upstream", "fork")
+
+
+def offload_headline(results: Path = RESULTS) -> Table:
+    """The offload's overshoot, of the fork against ``module.to`` and the 1 GiB step, as
+    ratios measured side by side in one run: figures that hold from run to run, unlike a
+    single run's absolute bytes or seconds."""
+    current = current_overlay_sha256()
+    rows, marks, sources = [], [], []
+    for path, document in _runs(results, probed=True):
+        mark = overlay_mark(document, current)
+        found = _side_by_side(document, True, HEADLINE_MEMORY)
+        for cases in found:
+            fork, plain = cases["fork"], cases["upstream"]
+            step = cases["step-1GiB-plain"]
+            rows.append(
+                [
+                    model_name(fork),
+                    f"{plain['overshoot_W']:.2f} W",
+                    f"{step['overshoot_W']:.3f} W",
+                    f"{fork['overshoot_W']:.3f} W",
+                    f"{fork['overshoot_bytes'] / plain['overshoot_bytes']:.2f}",
+                    f"{fork['overshoot_bytes'] / step['overshoot_bytes']:.2f}",
+                    f"{fork['overshoot_bytes'] / fork['largest_tensor_bytes']:.2f}",
+                    mark.text,
+                ]
+            )
         if found:
-            cases.extend(found)
-            notes.append(source_note(path, document))
-            machine = document.get("machine", machine)
-    return cases, notes, machine
-
-
-def offload_memory(results: Path = RESULTS) -> Table:
-    """Host + GPU overshoot of the offload, per model and strategy, from every probed
-    ``offload*.json`` run; a case measured in more than one file shows each run."""
-    cases, sources, machine = _offload_cases(results, probed=True)
-
-    def cell(found: List[Dict[str, Any]]) -> str:
-        return "; ".join(
-            f"{case['overshoot_bytes'] / GiB:.2f} GiB ({case['overshoot_W']:.3f} W)"
-            for case in found
-        )
-
-    header = ["model"] + [title for _, title in STRATEGY_COLUMNS]
-    notes = [
-        "Host anonymous RSS + GPU memory in use at its peak during the move, above its value "
-        f"before the move (W: the model's size); {machine.get('gpu', '?')}, "
-        f"torch {machine.get('torch', '?')}."
+            marks.append(mark)
+            sources.append(source_note(path, document))
+    header = [
+        "model",
+        STRATEGY_TITLES["upstream"],
+        STRATEGY_TITLES["step-1GiB-plain"],
+        STRATEGY_TITLES["fork"],
+        "fork ÷ `module.to`",
+        "fork ÷ 1 GiB step",
+        "fork, in largest tensors",
+        "overlay",
     ]
-    return Table(header, _strategy_table(cases, cell), notes + sources)
+    intro = (
+        "Overshoot of host + GPU memory during the move, above its value before it, in W (the "
+        "model's size); each row is one run, its cases side by side. `module.to` is what the "
+        "upstream releases do; the 1 GiB step is the fork's own `deallocate_module` with "
+        "`release_every_bytes` of 1 GiB and the fast path off, a move made the way upstream "
+        "main's fix makes it. On a discrete GPU the overshoot is host memory, filling with the "
+        "model while the GPU still holds it, so neither side holds more than W; it costs "
+        "where host and GPU share one memory. "
+        f"Every run, and the runs of other shapes: [the benchmarks page]({BENCHMARKS_PAGE})."
+    )
+    return Table(header, rows, [intro, overlay_note(marks, current)] + sources)
 
 
 def offload_speed(results: Path = RESULTS) -> Table:
-    """GB/s of the offload per model and strategy, from every unprobed ``offload*.json`` run.
-
-    A case measured in several files shows every run, in file-name order, so that the spread
-    between runs stays visible instead of one run standing for all.
-    """
-    cases, sources, _ = _offload_cases(results, probed=False)
-
-    def cell(found: List[Dict[str, Any]]) -> str:
-        return ", ".join(f"{case['GBps']:.2f}" for case in found) + " GB/s"
-
-    header = ["model"] + [title for _, title in STRATEGY_COLUMNS]
+    """GB/s of the fork against ``module.to``, and their ratio, per run that ran both."""
+    current = current_overlay_sha256()
+    rows, marks, sources = [], [], []
+    for path, document in _runs(results, probed=False):
+        mark = overlay_mark(document, current)
+        found = _side_by_side(document, False, HEADLINE_SPEED)
+        for cases in found:
+            fork, plain = cases["fork"], cases["upstream"]
+            rows.append(
+                [
+                    model_name(fork),
+                    f"{plain['GBps']:.2f} GB/s",
+                    f"{fork['GBps']:.2f} GB/s",
+                    f"{fork['GBps'] / plain['GBps']:.1f}",
+                    mark.text,
+                ]
+            )
+        if found:
+            marks.append(mark)
+            sources.append(source_note(path, document))
+    header = ["model", STRATEGY_TITLES["upstream"], "fork", "fork ÷ `module.to`", "overlay"]
     intro = (
-        "Model size W / seconds of the move, runs without memory probes; where a case ran "
-        "more than once, each run is shown, in the order of the files below."
+        "Model size W / seconds of the move, without memory probes, the two strategies in the "
+        "same run. The fork's speed varies between runs on the same host by more than between "
+        "strategies in one run, so compare within a row. Every run: "
+        f"[the benchmarks page]({BENCHMARKS_PAGE})."
     )
-    return Table(header, _strategy_table(cases, cell), [intro] + sources)
+    return Table(header, rows, [intro, overlay_note(marks, current)] + sources)
 
 
 def _kept(median: Dict[str, Any], key: str, burst_bytes: int) -> str:
     kept = median[key]
     return f"{kept / GiB:.3f} GiB ({100 * kept / burst_bytes:.2f}%)"
+
+
+def _number(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def _seconds(value: Optional[float]) -> str:
@@ -248,9 +363,14 @@ def host_heap(results: Path = RESULTS) -> Table:
         "time of burst 2",
     ]
     burst_bytes = next(iter(entries.values()))["burst_bytes"]
-    return Table(
-        header, rows, [_host_heap_intro(burst_bytes, document), source_note(path, document)]
-    )
+    current = current_overlay_sha256()
+    mark = overlay_mark(document, current)
+    notes = [
+        _host_heap_intro(burst_bytes, document),
+        overlay_line(mark, current),
+        source_note(path, document),
+    ]
+    return Table(header, rows, notes)
 
 
 def _host_heap_intro(burst_bytes: int, document: Dict[str, Any]) -> str:
@@ -262,7 +382,9 @@ def _host_heap_intro(burst_bytes: int, document: Dict[str, Any]) -> str:
     )
     return (
         f"Burst 1: {burst_bytes / GiB:.2f} GiB in {blocks} blocks from "
-        f"{settings.get('threads', '?')} threads, freed; burst 2: the same again in the same "
+        f"{settings.get('threads', '?')} threads, after one large free has raised glibc's mmap "
+        "threshold as it does in a real process (without that, glibc would map each of these "
+        "blocks apart and return it at its free), then freed; burst 2: the same again in the same "
         "process, as a second engine build would run. Burst 2 reuses what the allocator kept "
         "and faults in again what it gave back. Medians of "
         f"{settings.get('repeats', '?')} repeats on {machine.get('cpu_cores', '?')} cores, "
@@ -300,8 +422,103 @@ def build_speed(results: Path = RESULTS) -> Table:
     return Table(["", "time"], rows, notes)
 
 
+# -- the docs' tables of every run -------------------------------------------------------------
+
+
+def offload_run(document: Dict[str, Any]) -> Table:
+    """Every case of one offload run: memory columns for a probed run, speed for an unprobed one."""
+    cases = document["cases"]
+    if any(case.get("probes", True) for case in cases):
+        header = [
+            "model, strategy",
+            "largest tensor (MiB)",
+            "overshoot, GiB (W)",
+            "overshoot - largest (MiB)",
+            "host after - W (MiB)",
+            "seconds (probed)",
+        ]
+        rows = [
+            [
+                f"{model_name(case)} `{case['strategy']}`",
+                f"{case['largest_tensor_bytes'] / MiB:.0f}",
+                f"{case['overshoot_bytes'] / GiB:.2f} ({case['overshoot_W']:.3f})",
+                f"{case['overshoot_over_largest_MiB']:.0f}",
+                f"{case['host_after_minus_W_MiB']:.0f}",
+                f"{case['seconds']:.1f}",
+            ]
+            for case in cases
+        ]
+        return Table(header, rows, [])
+    header = ["model, strategy", "W (GiB)", "tensors", "seconds", "GB/s"]
+    rows = [
+        [
+            f"{model_name(case)} `{case['strategy']}`",
+            f"{case['W_bytes'] / GiB:.1f}",
+            f"{case['tensors']}",
+            f"{case['seconds']:.2f}",
+            f"{case['GBps']:.2f}",
+        ]
+        for case in cases
+    ]
+    return Table(header, rows, [])
+
+
+def fast_path_ceilings(document: Dict[str, Any]) -> Table:
+    """GB/s of each candidate copy path of the fast path, per tensor size."""
+    speeds: Dict[str, Dict[str, float]] = document["GBps"]
+    sizes: List[str] = []
+    for per_size in speeds.values():
+        sizes.extend(size for size in per_size if size not in sizes)
+    header = ["path"] + [f"{size} tensors (GB/s)" for size in sizes]
+    rows = [
+        [f"`{name}`"] + [f"{per_size[size]:.1f}" for size in sizes]
+        for name, per_size in speeds.items()
+    ]
+    return Table(header, rows, [])
+
+
+def host_heap_cases(document: Dict[str, Any]) -> Table:
+    """Medians per case and burst size of the host-heap benchmark, bursts 1 and 2 apart."""
+    header = [
+        "case, burst",
+        "kept after burst 1 / 2 (GiB)",
+        "kept / burst, burst 2",
+        "trim after burst 1 / 2 (s)",
+        "time of burst 1 / 2 (s)",
+    ]
+    rows = []
+    for entry in document["summary"]:
+        median = entry["median"]
+        rows.append(
+            [
+                f"`{entry['case']}` {entry['burst_bytes'] / GiB:.2f} GiB",
+                f"{median['first_kept_after_trim'] / GiB:.3f} / "
+                f"{median['kept_after_trim'] / GiB:.3f}",
+                f"{100 * entry['kept_fraction']:.2f}%",
+                f"{_number(median['first_trim_s'])} / {_number(median['trim_s'])}",
+                f"{_number(median['burst_s'])} / {_number(median['warm_burst_s'])}",
+            ]
+        )
+    return Table(header, rows, [])
+
+
+def offload_steps(results: Path = RESULTS) -> Table:
+    """Every release step of the fork the offload runs measured: overshoot, and GB/s unprobed."""
+    cases = [case for path in offload_files(results) for case in read_result(path)["cases"]]
+    steps = [c for c in cases if c["strategy"] == "fork" or c["strategy"].startswith("fork-step-")]
+    rows = []
+    for model, strategy in dict.fromkeys((model_name(c), c["strategy"]) for c in steps):
+        same = [c for c in steps if model_name(c) == model and c["strategy"] == strategy]
+        probed = [c for c in same if c.get("probes", True)]
+        speeds = [f"{c['GBps']:.2f}" for c in same if not c.get("probes", True)]
+        overshoot = f"{probed[0]['overshoot_over_largest_MiB']:.0f}" if probed else "-"
+        rows.append([model, f"`{strategy}`", overshoot, ", ".join(speeds) or "-"])
+    header = ["model", "strategy", "overshoot - largest (MiB)", "GB/s (unprobed)"]
+    return Table(header, rows, [], numeric_from=2)
+
+
 TABLES: Dict[str, Callable[[Path], Table]] = {
-    "offload-memory": offload_memory,
+    "offload-headline": offload_headline,
     "offload-speed": offload_speed,
     "host-heap": host_heap,
     "build-speed": build_speed,

@@ -2,18 +2,20 @@
 
 Every figure the docs show comes from a file committed in the repository, read at build
 time, so rebuilt docs always show the data that is in the repository. Paths are relative to
-the repository root (the folder above ``docsrc``).
+the repository root (the folder above ``docsrc``). Every table of measured figures is made by
+``benchmarks/readme_tables.py``, the same code that writes the README's tables; this module
+only turns its :class:`~readme_tables.Table` objects into docutils nodes.
 
 Directives:
 
 * ``.. supported-matrix:: docsrc/_data/supported_matrix.json``: Python versions per base
-  release and platform, as the ``matrix`` command of the patched-wheel build wrote them;
-* ``.. offload-table:: benchmarks/results/offload.json``: one row per case of an offload run
-  (memory columns for a probed run, speed columns for an unprobed one);
-* ``.. fast-path-table::``, ``.. host-heap-table::``: the other result files;
-* ``.. offload-step-table::``: every release step of the fork the offload runs measured;
+  release and platform, as the ``matrix`` command of the patched-wheel build wrote them, under
+  the platform titles of that command;
+* ``.. readme-table:: offload-headline``: one of the README's headline tables, with its notes;
 * ``.. offload-results:: unprobed`` (or ``probed``): the table and source of every
   ``offload*.json`` run of that kind;
+* ``.. fast-path-table::``, ``.. host-heap-table::``: every case of those result files;
+* ``.. offload-step-table::``: every release step of the fork the offload runs measured;
 * ``.. result-source:: <path>``: the command that wrote a result file and the machine it ran on;
 * ``.. cli-usage:: build`` and ``.. cli-options:: build``: the usage line and the options of a
   command of ``python tools/patched_wheel``, from its argument parser, so that the reference
@@ -24,9 +26,6 @@ strategy=fork/GBps .1f``` is the ``GBps`` of the first case of
 ``benchmarks/results/offload_timing.json`` whose ``size_gib`` is 64 and ``strategy`` is
 ``fork``, formatted with ``.1f``. A format ``GiB:.2f`` or ``MiB:.0f`` divides by that unit
 first; ``%:.1f`` multiplies by 100. ``:result:`<a> minus <b> MiB:.0f``` writes a difference.
-
-Directive ``.. readme-table:: offload-memory`` shows one of the README's headline tables,
-made by ``benchmarks/readme_tables.py`` from the same files, so the two never differ.
 """
 
 from __future__ import annotations
@@ -34,6 +33,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -45,23 +45,19 @@ from docutils.utils import unescape
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from readme_tables import (
-    TABLES,
-    ResultsError,
-)
-from readme_tables import model_name as _model  # noqa: E402
-from readme_tables import offload_files, portable_command
+REPOSITORY = Path(__file__).resolve().parents[2]
+for _folder in (REPOSITORY / "benchmarks", REPOSITORY / "tools"):
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
+
+import readme_tables  # noqa: E402
+from patched_wheel.matrix import PLATFORM_TITLES  # noqa: E402
+from readme_tables import portable_command  # noqa: E402
+from readme_tables import TABLES, ResultsError, Table, offload_files  # noqa: E402
 
 GiB = 1024**3
 MiB = 1024**2
 RESULTS = "benchmarks/results"
-
-PLATFORM_NAMES = {
-    "manylinux_2_28_x86_64": "Linux x86_64",
-    "manylinux_2_28_aarch64": "Linux aarch64 (SBSA, CUDA 13)",
-    "win_amd64": "Windows x86_64",
-}
 
 
 # What the source line says about a result file's machine: (key, how to write it).
@@ -93,26 +89,24 @@ def _read_json(path: Path) -> Any:
         raise ResultError(f"cannot read {path}: {error}") from None
 
 
-def _table(
-    header: Sequence[str], rows: Sequence[Sequence[str]], numeric_from: int = 0
-) -> nodes.table:
-    """A docutils table; columns from ``numeric_from`` on are right-aligned numbers."""
-    table = nodes.table(classes=["benchmark-table"])
-    group = nodes.tgroup(cols=len(header))
-    table += group
-    for _ in header:
+def _table(table: Table) -> nodes.table:
+    """A :class:`~readme_tables.Table` as a docutils table, its numbers right-aligned."""
+    node = nodes.table(classes=["benchmark-table"])
+    group = nodes.tgroup(cols=len(table.header))
+    node += group
+    for _ in table.header:
         group += nodes.colspec(colwidth=1)
     head = nodes.thead()
     group += head
-    head += _row(header, numeric_from, header=True)
+    head += _row(table.header, table.numeric_from)
     body = nodes.tbody()
     group += body
-    for cells in rows:
-        body += _row(cells, numeric_from)
-    return table
+    for cells in table.rows:
+        body += _row(cells, table.numeric_from)
+    return node
 
 
-def _row(cells: Sequence[str], numeric_from: int, header: bool = False) -> nodes.row:
+def _row(cells: Sequence[str], numeric_from: int) -> nodes.row:
     row = nodes.row()
     for index, text in enumerate(cells):
         classes = ["numeric"] if numeric_from and index >= numeric_from else []
@@ -123,12 +117,23 @@ def _row(cells: Sequence[str], numeric_from: int, header: bool = False) -> nodes
 
 
 def _paragraph(text: str) -> nodes.paragraph:
-    """A paragraph of ``text`` in which each ````...```` part is an inline literal."""
+    """A paragraph of Markdown-like ``text``: `code` as inline literals, [text](link) as links.
+
+    The tables' text is written once, for the README's Markdown; a link to a repository file
+    (the benchmarks page's source) becomes plain text here, where the reader already is.
+    """
     paragraph = nodes.paragraph()
-    for index, part in enumerate(text.split("``")):
+    text = re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", text)
+    for index, part in enumerate(text.split("`")):
         if part:
             paragraph += nodes.literal(text=part) if index % 2 else nodes.Text(part)
     return paragraph
+
+
+def _rendered(table: Table) -> List[nodes.Node]:
+    out: List[nodes.Node] = [_table(table)]
+    out.extend(_paragraph(note) for note in table.notes)
+    return out
 
 
 class _ResultDirective(SphinxDirective):
@@ -146,7 +151,7 @@ class _ResultDirective(SphinxDirective):
         try:
             path, document = self.load()
             return self.render(path, document)
-        except (ResultError, KeyError, TypeError, ValueError) as error:
+        except (ResultError, ResultsError, KeyError, TypeError, ValueError) as error:
             message = f"{self.name}: {self.arguments[0]}: {error!r}"
             return [self.state_machine.reporter.error(message, line=self.lineno)]
 
@@ -158,7 +163,7 @@ class SupportedMatrix(_ResultDirective):
     """Python versions per base release and platform, from the matrix command's JSON."""
 
     def render(self, path: Path, document: Any) -> List[nodes.Node]:
-        platforms = [name for name in PLATFORM_NAMES]
+        platforms = list(PLATFORM_TITLES)
         rows = []
         for release in document["releases"]:
             pythons: Dict[str, List[str]] = {name: [] for name in platforms}
@@ -169,66 +174,10 @@ class SupportedMatrix(_ResultDirective):
                 versions = sorted(pythons[name], key=lambda v: tuple(map(int, v.split("."))))
                 cells.append(", ".join(versions) or "none")
             rows.append(cells)
-        header = ["Base release"] + [PLATFORM_NAMES[name] for name in platforms]
+        header = ["Base release"] + [PLATFORM_TITLES[name] for name in platforms]
         count = sum(len(release["wheels"]) for release in document["releases"])
-        note = _paragraph(
-            f"{count} patched wheels, each with the local label " f"``+{document['local_label']}``."
-        )
-        return [_table(header, rows), note]
-
-
-def _probed(document: Dict[str, Any]) -> bool:
-    return any(case.get("probes", True) for case in document["cases"])
-
-
-def offload_table(cases: List[Dict[str, Any]], probed: bool) -> nodes.table:
-    """The cases of one offload run: memory columns for a probed run, speed for an unprobed one."""
-    if probed:
-        header = [
-            "model, strategy",
-            "largest tensor (MiB)",
-            "overshoot, GiB (W)",
-            "overshoot - largest (MiB)",
-            "host after - W (MiB)",
-            "seconds (probed)",
-        ]
-        rows = [
-            [
-                f"{_model(case)} ``{case['strategy']}``",
-                f"{case['largest_tensor_bytes'] / MiB:.0f}",
-                f"{case['overshoot_bytes'] / GiB:.2f} ({case['overshoot_W']:.3f})",
-                f"{case['overshoot_over_largest_MiB']:.0f}",
-                f"{case['host_after_minus_W_MiB']:.0f}",
-                f"{case['seconds']:.1f}",
-            ]
-            for case in cases
-        ]
-    else:
-        header = ["model, strategy", "W (GiB)", "tensors", "seconds", "GB/s"]
-        rows = [
-            [
-                f"{_model(case)} ``{case['strategy']}``",
-                f"{case['W_bytes'] / GiB:.1f}",
-                f"{case['tensors']}",
-                f"{case['seconds']:.2f}",
-                f"{case['GBps']:.2f}",
-            ]
-            for case in cases
-        ]
-    return _table(header, rows, numeric_from=1)
-
-
-class OffloadTable(_ResultDirective):
-    """The cases of one offload run; ``:sizes: 3 24`` keeps only those model sizes."""
-
-    option_spec = {"sizes": directives.unchanged}
-
-    def render(self, path: Path, document: Any) -> List[nodes.Node]:
-        cases = document["cases"]
-        if "sizes" in self.options:
-            sizes = {int(size) for size in self.options["sizes"].split()}
-            cases = [case for case in cases if case["size_gib"] in sizes]
-        return [offload_table(cases, _probed(document))]
+        note = f"{count} patched wheels, each with the local label `+{document['local_label']}`."
+        return [_table(Table(header, rows, [], numeric_from=0)), _paragraph(note)]
 
 
 class OffloadResults(SphinxDirective):
@@ -239,14 +188,17 @@ class OffloadResults(SphinxDirective):
 
     def run(self) -> List[nodes.Node]:
         wanted = self.arguments[0] == "probed"
+        current = readme_tables.current_overlay_sha256()
         out: List[nodes.Node] = []
         for path in offload_files(_repository(Path(self.env.srcdir)) / RESULTS):
             self.env.note_dependency(str(path))
             document = _read_json(path)
-            if _probed(document) != wanted:
+            if any(case.get("probes", True) for case in document["cases"]) != wanted:
                 continue
             relative = f"{RESULTS}/{path.name}"
-            out.append(offload_table(document["cases"], wanted))
+            out.append(_table(readme_tables.offload_run(document)))
+            mark = readme_tables.overlay_mark(document, current)
+            out.append(_paragraph(readme_tables.overlay_line(mark, current)))
             out.extend(source_nodes(relative, document, None))
         return out
 
@@ -255,47 +207,14 @@ class FastPathTable(_ResultDirective):
     """GB/s of each candidate copy path, per tensor size."""
 
     def render(self, path: Path, document: Any) -> List[nodes.Node]:
-        speeds: Dict[str, Dict[str, float]] = document["GBps"]
-        sizes: List[str] = []
-        for per_size in speeds.values():
-            sizes.extend(size for size in per_size if size not in sizes)
-        header = ["path"] + [f"{size} tensors (GB/s)" for size in sizes]
-        rows = [
-            [f"``{name}``"] + [f"{per_size[size]:.1f}" for size in sizes]
-            for name, per_size in speeds.items()
-        ]
-        return [_table(header, rows, numeric_from=1)]
-
-
-def _seconds(value: Optional[float]) -> str:
-    return "-" if value is None else f"{value:.2f}"
+        return _rendered(readme_tables.fast_path_ceilings(document))
 
 
 class HostHeapTable(_ResultDirective):
     """Medians per case and burst size of the host-heap benchmark, bursts 1 and 2 apart."""
 
     def render(self, path: Path, document: Any) -> List[nodes.Node]:
-        header = [
-            "case, burst",
-            "kept after burst 1 / 2 (GiB)",
-            "kept / burst, burst 2",
-            "trim after burst 1 / 2 (s)",
-            "time of burst 1 / 2 (s)",
-        ]
-        rows = []
-        for entry in document["summary"]:
-            median = entry["median"]
-            rows.append(
-                [
-                    f"``{entry['case']}`` {entry['burst_bytes'] / GiB:.2f} GiB",
-                    f"{median['first_kept_after_trim'] / GiB:.3f} / "
-                    f"{median['kept_after_trim'] / GiB:.3f}",
-                    f"{100 * entry['kept_fraction']:.2f}%",
-                    f"{_seconds(median['first_trim_s'])} / {_seconds(median['trim_s'])}",
-                    f"{_seconds(median['burst_s'])} / {_seconds(median['warm_burst_s'])}",
-                ]
-            )
-        return [_table(header, rows, numeric_from=1)]
+        return _rendered(readme_tables.host_heap_cases(document))
 
 
 class OffloadStepTable(SphinxDirective):
@@ -303,28 +222,9 @@ class OffloadStepTable(SphinxDirective):
 
     def run(self) -> List[nodes.Node]:
         results = _repository(Path(self.env.srcdir)) / RESULTS
-        cases: List[Dict[str, Any]] = []
         for path in offload_files(results):
             self.env.note_dependency(str(path))
-            cases.extend(_read_json(path)["cases"])
-        steps = [
-            c for c in cases if c["strategy"] == "fork" or c["strategy"].startswith("fork-step-")
-        ]
-        rows = []
-        for model, strategy in dict.fromkeys((_model(c), c["strategy"]) for c in steps):
-            same = [c for c in steps if _model(c) == model and c["strategy"] == strategy]
-            probed = [c for c in same if c.get("probes", True)]
-            speeds = [f"{c['GBps']:.2f}" for c in same if not c.get("probes", True)]
-            rows.append(
-                [
-                    model,
-                    f"``{strategy}``",
-                    f"{probed[0]['overshoot_over_largest_MiB']:.0f}" if probed else "not run",
-                    ", ".join(speeds) or "not run",
-                ]
-            )
-        header = ["model", "strategy", "overshoot - largest (MiB)", "GB/s (unprobed)"]
-        return [_table(header, rows, numeric_from=2)]
+        return _rendered(readme_tables.offload_steps(results))
 
 
 def source_nodes(relative: str, document: Any, command: Optional[str]) -> List[nodes.Node]:
@@ -385,26 +285,25 @@ class ReadmeTable(SphinxDirective):
         except (ResultsError, KeyError, TypeError, ValueError) as error:
             message = f"readme-table: {name}: {error!r}"
             return [self.state_machine.reporter.error(message, line=self.lineno)]
-        rows = [[_markdown_literals(cell) for cell in row] for row in table.rows]
-        header = [_markdown_literals(cell) for cell in table.header]
-        out: List[nodes.Node] = [_table(header, rows, numeric_from=1)]
-        out.extend(_paragraph(_markdown_literals(note)) for note in table.notes)
-        return out
+        return _rendered(table)
 
 
-def _markdown_literals(text: str) -> str:
-    """Markdown's `code` as this module's ``code``."""
-    return text.replace("`", "``")
+def _cli_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``python tools/patched_wheel``.
+
+    The CLI module names it ``argument_parser`` where it exports one; until then its builder
+    is the module's private ``_parser``, read here and nowhere else.
+    """
+    from patched_wheel import __main__ as cli
+
+    build = getattr(cli, "argument_parser", None) or getattr(cli, "_parser")
+    parser: argparse.ArgumentParser = build()
+    return parser
 
 
-def _command_parser(srcdir: Path, command: str) -> argparse.ArgumentParser:
+def _command_parser(command: str) -> argparse.ArgumentParser:
     """The argument parser of one command of ``python tools/patched_wheel``."""
-    tools = str(_repository(srcdir) / "tools")
-    if tools not in sys.path:
-        sys.path.insert(0, tools)
-    from patched_wheel.__main__ import _parser
-
-    for action in _parser()._actions:
+    for action in _cli_parser()._actions:
         if isinstance(action, argparse._SubParsersAction):
             if command in action.choices:
                 parser: argparse.ArgumentParser = action.choices[command]
@@ -451,7 +350,7 @@ class CliUsage(SphinxDirective):
     required_arguments = 1
 
     def run(self) -> List[nodes.Node]:
-        parser = _command_parser(Path(self.env.srcdir), self.arguments[0])
+        parser = _command_parser(self.arguments[0])
         usage = parser.format_usage().strip()
         usage = usage[len("usage: ") :] if usage.startswith("usage: ") else usage
         return [nodes.literal_block(text=wrap_usage(usage), language="none", classes=["cli-usage"])]
@@ -463,7 +362,7 @@ class CliOptions(SphinxDirective):
     required_arguments = 1
 
     def run(self) -> List[nodes.Node]:
-        parser = _command_parser(Path(self.env.srcdir), self.arguments[0])
+        parser = _command_parser(self.arguments[0])
         items = nodes.definition_list(classes=["cli-options"])
         for action in parser._actions:
             if isinstance(action, argparse._HelpAction) or not action.option_strings:
@@ -561,7 +460,6 @@ def result_role(
 
 def setup(app: Sphinx) -> Dict[str, Any]:
     app.add_directive("supported-matrix", SupportedMatrix)
-    app.add_directive("offload-table", OffloadTable)
     app.add_directive("fast-path-table", FastPathTable)
     app.add_directive("host-heap-table", HostHeapTable)
     app.add_directive("offload-step-table", OffloadStepTable)

@@ -201,7 +201,7 @@ def test_docs_show_the_readme_tables(built_html: Path) -> None:
     sys.modules.setdefault("readme_tables", tables)
     spec.loader.exec_module(tables)
     shown = {
-        "offload-memory": "tutorials/resource_memory/resource_management.html",
+        "offload-headline": "tutorials/resource_memory/resource_management.html",
         "host-heap": "tutorials/resource_memory/resource_management.html",
         "offload-speed": "benchmarks.html",
         "build-speed": "getting_started/installation.html",
