@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import logging
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -65,7 +66,7 @@ OFFLOAD_STRATEGIES = {
     "fork-step-256MiB": PALETTE[5],
 }
 
-FONT_SIZE = 8.5
+FONT_SIZE = 9.5
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,13 @@ def _significant(value: float) -> str:
     return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
 
 
+# Width of every plot, in inches: narrow enough that a phone shows it whole at a readable
+# size (the docs fit it to the column), wide enough for the longest label above its bar.
+FIGURE_WIDTH = 5.0
+# Characters per line of a title or an axis label at that width.
+TITLE_WIDTH = 58
+
+
 def _bar_figure(
     ax: Optional[Union[Axes, Figure]],
     bars: Sequence[Bar],
@@ -126,26 +134,40 @@ def _bar_figure(
     legend: Sequence[Tuple[str, str]] = (),
     log_scale: bool = False,
 ) -> FigureBase:
-    """Horizontal bars from the top down, each with its text beside it; one legend entry per
-    ``(name, colour)``."""
-    figure, axes = _figure_and_axes(ax, (6.4, 1.2 + 0.3 * len(bars)))
-    positions = list(range(len(bars)))[::-1]
+    """Horizontal bars from the top down, each with its label above it and its figure beside
+    it; one legend entry per ``(name, colour)``.
+
+    Labels sit above the bars rather than left of the axis, so the figure stays narrow enough
+    to read whole on a phone, however long the labels are.
+    """
+    figure, axes = _figure_and_axes(ax, (FIGURE_WIDTH, 1.3 + 0.42 * len(bars)))
+    positions = [float(index) for index in range(len(bars))][::-1]
     drawn = axes.barh(
-        positions, [bar.value for bar in bars], color=[bar.colour for bar in bars], height=0.7
+        positions, [bar.value for bar in bars], color=[bar.colour for bar in bars], height=0.45
     )
     axes.bar_label(drawn, labels=[bar.text for bar in bars], fontsize=FONT_SIZE, padding=3)
-    axes.set_yticks(positions)
-    axes.set_yticklabels([bar.label for bar in bars], fontsize=FONT_SIZE)
+    for position, bar in zip(positions, bars):
+        axes.annotate(
+            bar.label,
+            (0, position + 0.25),
+            xycoords=("axes fraction", "data"),
+            xytext=(3, 0),
+            textcoords="offset points",
+            fontsize=FONT_SIZE,
+            va="bottom",
+        )
+    axes.set_yticks([])
+    axes.set_ylim(-0.6, len(bars) - 0.1)
     axes.tick_params(axis="x", labelsize=FONT_SIZE)
-    axes.set_xlabel(xlabel, fontsize=FONT_SIZE)
+    axes.set_xlabel("\n".join(textwrap.wrap(xlabel, TITLE_WIDTH)), fontsize=FONT_SIZE)
     largest = max((bar.value for bar in bars), default=1.0)
     if log_scale:
         axes.set_xscale("log")
         smallest = min((bar.value for bar in bars if bar.value > 0), default=largest)
-        axes.set_xlim(smallest / 3, largest * 30)
+        axes.set_xlim(smallest / 3, largest * 60)
     else:
-        axes.set_xlim(0, largest * 1.5)
-    axes.set_title(title, fontsize=FONT_SIZE + 0.5)
+        axes.set_xlim(0, largest * 1.6)
+    axes.set_title("\n".join(textwrap.wrap(title, TITLE_WIDTH)), fontsize=FONT_SIZE + 0.5)
     if legend:
         from matplotlib.patches import Patch
 

@@ -129,10 +129,43 @@ def portable_command(command: str, out_file: Optional[str] = None) -> str:
     return " ".join(shlex.quote(word) for word in words)
 
 
+def _provenance(document: Dict[str, Any]) -> Dict[str, Any]:
+    provenance = document.get("provenance")
+    return provenance if isinstance(provenance, dict) else {}
+
+
+def recorded_command(document: Dict[str, Any]) -> Optional[str]:
+    """The command line that wrote a result file: its ``provenance``'s, else the older
+    top-level ``command`` field."""
+    command = _provenance(document).get("command") or document.get("command")
+    return command if isinstance(command, str) and command else None
+
+
+def machine_record(document: Dict[str, Any]) -> Dict[str, Any]:
+    """What a result file says of its machine: the ``provenance``'s ``host`` over the older
+    ``machine`` field."""
+    host = _provenance(document).get("host")
+    return {**document.get("machine", {}), **(host if isinstance(host, dict) else {})}
+
+
+def run_record(document: Dict[str, Any]) -> str:
+    """When and from which revision a result file was written, from its ``provenance``
+    (empty for a file without one)."""
+    provenance = _provenance(document)
+    parts = []
+    if provenance.get("date"):
+        parts.append(str(provenance["date"]))
+    revision = provenance.get("revision")
+    if isinstance(revision, str) and revision:
+        dirty = {True: ", with uncommitted changes", None: ""}.get(provenance.get("dirty"), "")
+        parts.append(f"revision {revision[:SHORT_SHA]}{dirty}")
+    return ", ".join(parts)
+
+
 def source_note(path: Path, document: Dict[str, Any]) -> str:
     """``From `benchmarks/results/x.json`, written by `<command>`.`` for the note of a table."""
     relative = f"benchmarks/results/{path.name}"  # its place in the repository
-    command = document.get("command")
+    command = recorded_command(document)
     if not command:
         return f"From `{relative}`."
     return f"From `{relative}`, written by `{portable_command(command, relative)}`."
@@ -256,7 +289,6 @@ def offload_headline(results: Path = RESULTS) -> Table:
                     f"{plain['overshoot_W']:.2f} W",
                     f"{step['overshoot_W']:.3f} W",
                     f"{fork['overshoot_W']:.3f} W",
-                    f"{fork['overshoot_bytes'] / plain['overshoot_bytes']:.2f}",
                     f"{fork['overshoot_bytes'] / step['overshoot_bytes']:.2f}",
                     f"{fork['overshoot_bytes'] / fork['largest_tensor_bytes']:.2f}",
                     mark.text,
@@ -270,14 +302,14 @@ def offload_headline(results: Path = RESULTS) -> Table:
         STRATEGY_TITLES["upstream"],
         STRATEGY_TITLES["step-1GiB-plain"],
         STRATEGY_TITLES["fork"],
-        "fork ÷ `module.to`",
         "fork ÷ 1 GiB step",
         "fork, in largest tensors",
         "overlay",
     ]
     intro = (
         "Overshoot of host + GPU memory during the move, above its value before it, in W (the "
-        "model's size); each row is one run, its cases side by side. `module.to` is what the "
+        "model's size; `module.to`'s is about W, so the fork's W is also the ratio of the two); "
+        "each row is one run, its cases side by side. `module.to` is what the "
         "upstream releases do; the 1 GiB step is the fork's own `deallocate_module` with "
         "`release_every_bytes` of 1 GiB and the fast path off, a move made the way upstream "
         "main's fix makes it. On a discrete GPU the overshoot is host memory, filling with the "
@@ -347,21 +379,13 @@ def host_heap(results: Path = RESULTS) -> Table:
         rows.append(
             [
                 title,
-                _kept(median, "first_kept_after_trim", burst_bytes),
-                _kept(median, "kept_after_trim", burst_bytes),
+                f"{_kept(median, 'first_kept_after_trim', burst_bytes)} / "
+                f"{_kept(median, 'kept_after_trim', burst_bytes)}",
                 f"{_seconds(median['first_trim_s'])} / {_seconds(median['trim_s'])}",
-                _seconds(median["burst_s"]),
-                _seconds(median["warm_burst_s"]),
+                f"{_seconds(median['burst_s'])} / {_seconds(median['warm_burst_s'])}",
             ]
         )
-    header = [
-        "",
-        "RSS kept after burst 1",
-        "RSS kept after burst 2",
-        "trim after burst 1 / 2",
-        "time of burst 1",
-        "time of burst 2",
-    ]
+    header = ["", "RSS kept after burst 1 / 2", "trim after burst 1 / 2", "time of burst 1 / 2"]
     burst_bytes = next(iter(entries.values()))["burst_bytes"]
     current = current_overlay_sha256()
     mark = overlay_mark(document, current)
@@ -375,7 +399,7 @@ def host_heap(results: Path = RESULTS) -> Table:
 
 def _host_heap_intro(burst_bytes: int, document: Dict[str, Any]) -> str:
     settings = document.get("settings", {})
-    machine = document.get("machine", {})
+    machine = machine_record(document)
     blocks = (
         f"{settings.get('block_min_bytes', 0) / MiB:.0f}-"
         f"{settings.get('block_max_bytes', 0) / MiB:.0f} MiB"
@@ -413,7 +437,7 @@ def build_speed(results: Path = RESULTS) -> Table:
             f"{matrix['total_s']:.1f} s",
         ],
     ]
-    machine = document.get("machine", {})
+    machine = machine_record(document)
     notes = [
         f"On {machine.get('cpus', '?')} CPUs, {machine.get('machine', '?')}, "
         f"Python {machine.get('python', '?')}.",

@@ -34,6 +34,7 @@ import argparse
 import functools
 import json
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -43,6 +44,7 @@ from docutils.parsers.rst import directives
 from docutils.parsers.rst.states import Inliner
 from docutils.utils import unescape
 from sphinx.application import Sphinx
+from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.docutils import SphinxDirective
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -63,6 +65,8 @@ RESULTS = "benchmarks/results"
 # What the source line says about a result file's machine: (key, how to write it).
 MACHINE_FIELDS = (
     ("gpu", "{}"),
+    ("device", "{}"),
+    ("driver", "driver {}"),
     ("cpu", "{}"),
     ("cpu_model", "{}"),
     ("cpus", "{} CPUs"),
@@ -234,11 +238,11 @@ def source_nodes(relative: str, document: Any, command: Optional[str]) -> List[n
     (:func:`readme_tables.portable_command`: no interpreter or output path of the machine it
     ran on), or, for a file that records none, ``command``.
     """
-    recorded = document.get("command")
+    recorded = readme_tables.recorded_command(document)
     command = portable_command(recorded, relative) if recorded else command
     if not command:
         raise ResultError("the file has no 'command' and the directive gives no :command:")
-    machine = document.get("machine", {})
+    machine = readme_tables.machine_record(document)
     described = ", ".join(
         template.format(machine[key])
         for key, template in MACHINE_FIELDS
@@ -249,12 +253,47 @@ def source_nodes(relative: str, document: Any, command: Optional[str]) -> List[n
     intro += nodes.literal(text=relative)
     intro += nodes.Text(", which this command writes (run from the repository root):")
     block = nodes.literal_block(
-        text=command.strip(), language="console", classes=["result-command"]
+        text=wrap_command(command.strip()), language="console", classes=["result-command"]
     )
     out: List[nodes.Node] = [intro, block]
     if described:
         out.append(nodes.paragraph(text=f"Machine: {described}."))
+    run = readme_tables.run_record(document)
+    if run:
+        out.append(nodes.paragraph(text=f"Run: {run}."))
     return out
+
+
+COMMAND_WIDTH = 48
+
+
+def _command_groups(command: str) -> List[str]:
+    """The program and its arguments, then each option with the values that follow it."""
+    groups: List[str] = []
+    for word in shlex.split(command):
+        quoted = shlex.quote(word)
+        if groups and not word.startswith("-"):
+            groups[-1] += " " + quoted
+        else:
+            groups.append(quoted)
+    return groups
+
+
+def wrap_command(command: str, width: int = COMMAND_WIDTH) -> str:
+    """A shell command as lines of at most ``width`` characters where its words allow: one
+    option (with its values) per line, joined by backslashes, so that a phone shows it whole
+    and it still pastes into a shell as one command. Words are never broken."""
+    if len(command) <= width:
+        return command
+    lines: List[str] = []
+    for group in _command_groups(command):
+        if not lines:
+            lines.append(group)
+        elif len(group) + 4 <= width:
+            lines.append("    " + group)
+        else:
+            lines.extend("    " + word for word in group.split(" ", 1))
+    return " \\\n".join(lines)
 
 
 class ResultSource(_ResultDirective):
@@ -458,7 +497,26 @@ def result_role(
     return [nodes.Text(shown)], []
 
 
+# Inline code with a word longer than this may break inside that word on a narrow screen
+# (fork.css keeps shorter words whole, so that a name never breaks at its hyphen).
+LONG_WORD = 28
+
+
+class LongLiterals(SphinxPostTransform):
+    """Marks inline code holding a word too long for a phone's line (a path, a variable with
+    its value) with the class ``long-literal``, the one kind of code fork.css lets break."""
+
+    default_priority = 400
+    formats = ("html",)
+
+    def run(self, **kwargs: Any) -> None:
+        for node in self.document.findall(nodes.literal):
+            if any(len(word) > LONG_WORD for word in node.astext().split()):
+                node["classes"].append("long-literal")
+
+
 def setup(app: Sphinx) -> Dict[str, Any]:
+    app.add_post_transform(LongLiterals)
     app.add_directive("supported-matrix", SupportedMatrix)
     app.add_directive("fast-path-table", FastPathTable)
     app.add_directive("host-heap-table", HostHeapTable)

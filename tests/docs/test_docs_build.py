@@ -32,6 +32,9 @@ PAGES = [
     "reference/patched_wheel_build.html",
     "reference/patched_wheel_matrix.html",
     "reference/patched_wheel_lock.html",
+    "reference/patched_wheel_verify.html",
+    "reference/patched_wheel_index.html",
+    "genindex.html",
 ]
 
 BUILD_TIMEOUT_S = 170
@@ -238,3 +241,43 @@ def test_usage_lines_fit_the_page(built_html: Path) -> None:
             assert opened == line.count("]") + line.count(
                 "}"
             ), f"{page.name}: a usage line is broken inside an option group: {line!r}"
+
+
+def test_result_commands_fit_a_phone(built_html: Path) -> None:
+    """The command that wrote each result file comes one option to a line (backslash
+    continued), each line short enough for a phone, no word split across lines."""
+    import html as html_module
+
+    page = (built_html / "benchmarks.html").read_text(encoding="utf-8")
+    blocks = re.findall(r'<div class="[^"]*result-command[^"]*">.*?</pre>', page, re.S)
+    assert blocks, "benchmarks.html shows no result command"
+    for block in blocks:
+        command = html_module.unescape(re.sub(r"<[^>]+>", "", block)).strip()
+        lines = command.splitlines()
+        for line in lines[:-1]:
+            assert line.endswith(" \\"), f"a command line does not continue: {line!r}"
+        for line in lines:
+            words = line.rstrip(" \\").split()
+            assert len(line) <= 56 or len(words) == 1, f"a command line is too long: {line!r}"
+
+
+def test_phone_styles_break_no_word(built_html: Path) -> None:
+    """fork.css never breaks a command or a name at an arbitrary letter, and never makes a
+    plot wider than the page (issue 16: "offload_sha|pes.json", "upstrea|m", 150vw plots)."""
+    css = (built_html / "_static" / "fork.css").read_text(encoding="utf-8")
+    assert "break-all" not in css
+    assert "vw" not in re.sub(r"/\*.*?\*/", "", css, flags=re.S)
+    assert re.search(r"img\.plot-directive\s*{[^}]*max-width:\s*100%", css)
+    assert re.search(r"table\.benchmark-table code[^{]*{[^}]*white-space:\s*nowrap", css)
+
+
+def test_long_inline_code_is_marked(built_html: Path) -> None:
+    """Only inline code with a word too long for a phone's line may break inside it."""
+    page = (built_html / "tutorials/resource_memory/resource_management.html").read_text(
+        encoding="utf-8"
+    )
+    marked = re.findall(r'<code class="[^"]*long-literal[^"]*">(.*?)</code>', page, re.S)
+    assert marked, "no long inline code was marked on the memory page"
+    for code in marked:
+        text = re.sub(r"<[^>]+>", "", code)
+        assert max(len(word) for word in text.split()) > 28, text

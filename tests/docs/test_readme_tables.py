@@ -192,7 +192,6 @@ def test_headline_rows_are_runs_that_ran_every_strategy(results: Path) -> None:
         "1.00 W",
         "0.062 W",
         "0.016 W",
-        "0.02",
         "0.25",
         "32.00",
         current,
