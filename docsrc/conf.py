@@ -34,15 +34,6 @@ def _tool_sources() -> list[Path]:
     return sorted(PATCHED_WHEEL.rglob("*.py"))
 
 
-def _constant(name: str) -> str:
-    """The string value of ``NAME = "..."`` in the build tool's sources, read without importing."""
-    for path in _tool_sources():
-        match = re.search(rf'^{name} = "([^"]+)"$', path.read_text(encoding="utf-8"), re.M)
-        if match is not None:
-            return match.group(1)
-    raise RuntimeError(f'tools/patched_wheel: no line {name} = "..."; docsrc/conf.py reads it')
-
-
 def _supported_releases() -> list[str]:
     for path in _tool_sources():
         source = path.read_text(encoding="utf-8")
@@ -86,9 +77,27 @@ def _mib(size: int) -> str:
     return f"{size // (1024 * 1024)} MiB" if size % (1024 * 1024) == 0 else f"{size} bytes"
 
 
+def _local_label() -> str:
+    """The local version label the build gives a wheel of the current overlay, asked of the
+    build tool itself (``patched_wheel.policy``, or its registry of released overlays where
+    the label follows the overlay), so that no page types it."""
+    tools = str(REPOSITORY / "tools")
+    if tools not in sys.path:
+        sys.path.insert(0, tools)
+    from patched_wheel import policy
+
+    label = getattr(policy, "LOCAL_LABEL", None)
+    if isinstance(label, str):
+        return label
+    from patched_wheel import labels, provenance
+
+    current: str = labels.label_for(provenance.overlay_sha256(), labels.load_overlay_releases())
+    return current
+
+
 SUPPORTED_RELEASES = _supported_releases()
 DEFAULT_RELEASE = SUPPORTED_RELEASES[-1]
-LOCAL_LABEL = _constant("LOCAL_LABEL")
+LOCAL_LABEL = _local_label()
 
 project = "torch_tensorrt compile-memory fork"
 author = "the fork's authors"
