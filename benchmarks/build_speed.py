@@ -21,8 +21,6 @@ depend on the machine and the network.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import platform
 import statistics
 import subprocess
@@ -35,7 +33,9 @@ from typing import Dict, List
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import harness  # noqa: E402  (benchmarks/harness.py: provenance and the atomic save)
 from patched_wheel.base import read_base  # noqa: E402
 from patched_wheel.build import build_patched_wheel  # noqa: E402
 from patched_wheel.download import BaseRequest, pip_download  # noqa: E402
@@ -129,6 +129,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--skip-matrix", action="store_true")
     args = parser.parse_args()
+    record = harness.provenance()
 
     figures: Dict[str, object] = {
         "one_wheel": time_one_wheel(args.repeat),
@@ -162,19 +163,12 @@ def main() -> int:
         print(f"{label:<{width}}  {value:>9}")
 
     document = {
-        "command": "python benchmarks/build_speed.py " + " ".join(sys.argv[1:]),
-        "machine": {
-            "platform": platform.platform(),
-            "machine": platform.machine(),
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-        },
+        "platform": platform.platform(),
         "versions": {name: _version(name) for name in ("pip", "setuptools", "packaging")},
         "figures": figures,
         "source_build_of_upstream": SOURCE_BUILD_NOTE,
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    harness.save_result(RESULTS, "build_speed", document, record)
     print(f"wrote {RESULTS.relative_to(ROOT)}")
     return 0
 

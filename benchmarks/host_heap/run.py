@@ -20,8 +20,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import ctypes.util
-import datetime
-import importlib.metadata
 import importlib.util
 import json
 import logging
@@ -29,21 +27,22 @@ import os
 import platform
 import random
 import resource
-import shlex
 import statistics
 import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 logger = logging.getLogger("host_heap")
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_OUTPUT = REPO_ROOT / "benchmarks" / "results" / "host_heap.json"
-sys.path.insert(0, str(REPO_ROOT / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import harness  # noqa: E402  (benchmarks/harness.py: provenance, atomic save, fresh processes)
+import strategies  # noqa: E402  (benchmarks/strategies.py: the host-heap cases)
+
+DEFAULT_OUTPUT = harness.RESULTS / "host_heap.json"
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -78,56 +77,14 @@ ALLOCATOR_VARIABLES = (
     "TORCHTRT_ENABLE_BUILDER_MALLOC_TRIM",
 )
 
-RESULT_PREFIX = "HOST_HEAP_RESULT "
-
 
 class HostHeapBenchmarkError(Exception):
     """The one error this script reports to its user, with what to do about it."""
 
 
-@dataclass(frozen=True)
-class Case:
-    """One way of running the burst: an environment, and whether the fork trims after it."""
-
-    name: str
-    description: str
-    env: Dict[str, str] = field(default_factory=dict)
-    fork_trim: bool = False
-    jemalloc: bool = False
-
-
-CASES = (
-    Case("upstream", "glibc defaults, no trim (upstream's default)"),
-    Case("fork", "glibc defaults, the fork's trim_host_heap() after each burst", fork_trim=True),
-    Case(
-        "trim_threshold",
-        "MALLOC_TRIM_THRESHOLD_=131072 (glibc's default value; setting it fixes the thresholds)",
-        env={"MALLOC_TRIM_THRESHOLD_": "131072"},
-    ),
-    Case(
-        "mmap_threshold",
-        "MALLOC_MMAP_THRESHOLD_=131072 (glibc's default value; setting it fixes the thresholds)",
-        env={"MALLOC_MMAP_THRESHOLD_": "131072"},
-    ),
-    Case(
-        "tunables_mmap",
-        "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072 (the tunable form of the above)",
-        env={"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=131072"},
-    ),
-    Case(
-        "arena_max_1",
-        "MALLOC_ARENA_MAX=1: every thread shares the brk heap",
-        env={"MALLOC_ARENA_MAX": "1"},
-    ),
-    Case("jemalloc", "jemalloc 5 via LD_PRELOAD, its default settings", jemalloc=True),
-    Case(
-        "jemalloc_decay0",
-        "jemalloc via LD_PRELOAD, MALLOC_CONF=dirty_decay_ms:0,muzzy_decay_ms:0 (purge at once)",
-        env={"MALLOC_CONF": "dirty_decay_ms:0,muzzy_decay_ms:0"},
-        jemalloc=True,
-    ),
-)
-CASES_BY_NAME = {case.name: case for case in CASES}
+Case = strategies.HostHeapCase
+CASES = strategies.HOST_HEAP_CASES
+CASES_BY_NAME = strategies.HOST_HEAP_BY_NAME
 
 
 # ---------------------------------------------------------------------------------------------
@@ -461,36 +418,12 @@ def _balloon_free_page_reporting() -> Optional[bool]:
     return found
 
 
-def machine_info(jemalloc: Optional[str]) -> Dict[str, Any]:
-    """The machine and software versions the figures were measured on."""
-    cpu_model = None
-    with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-        for line in cpuinfo:
-            if line.startswith("model name"):
-                cpu_model = line.split(":", 1)[1].strip()
-                break
-    mem_total = None
-    with open("/proc/meminfo", encoding="ascii") as meminfo:
-        for line in meminfo:
-            if line.startswith("MemTotal:"):
-                mem_total = int(line.split()[1]) * KiB
-    try:
-        torch_version: Optional[str] = importlib.metadata.version("torch")
-    except importlib.metadata.PackageNotFoundError:
-        torch_version = None
+def allocator_info(jemalloc: Optional[str]) -> Dict[str, Any]:
+    """The allocators the cases use, beside the host record of ``provenance``."""
     return {
-        "cpu_model": cpu_model,
-        "cpu_cores": os.cpu_count(),
-        "memory_bytes": mem_total,
-        "kernel": platform.release(),
-        "machine": platform.machine(),
-        "glibc": platform.libc_ver()[1],
-        "python": platform.python_version(),
-        "torch": torch_version,
         "jemalloc_library": jemalloc,
         "jemalloc_package": _jemalloc_package_version(),
         "jemalloc": None,  # filled in from a jemalloc worker's own report
-        "transparent_hugepage": _read_first("/sys/kernel/mm/transparent_hugepage/enabled"),
         "virtio_balloon_free_page_reporting": _balloon_free_page_reporting(),
     }
 
@@ -521,7 +454,6 @@ def run_case(
 ) -> Dict[str, Any]:
     """Run one case once in a fresh process and return its figures."""
     command = [
-        sys.executable,
         str(Path(__file__).resolve()),
         "--worker",
         case.name,
@@ -540,22 +472,14 @@ def run_case(
         "--block-max-mib",
         str(args.block_max_mib),
     ]
-    result = subprocess.run(
-        command,
-        env=case_environment(case, jemalloc),
-        capture_output=True,
-        text=True,
-        timeout=args.timeout_s,
-        check=False,
-    )
-    lines = [line for line in result.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
-    if result.returncode != 0 or not lines:
-        raise HostHeapBenchmarkError(
-            f"case {case.name!r} at {burst_gib:g} GiB failed (exit {result.returncode}):\n"
-            f"{result.stderr.strip()[-2000:]}"
+    try:
+        return harness.run_in_fresh_process(
+            command, case_environment(case, jemalloc), timeout_s=args.timeout_s
         )
-    figures: Dict[str, Any] = json.loads(lines[-1][len(RESULT_PREFIX) :])
-    return figures
+    except (harness.CaseFailed, subprocess.TimeoutExpired) as error:
+        raise HostHeapBenchmarkError(
+            f"case {case.name!r} at {burst_gib:g} GiB failed: {error}"
+        ) from None
 
 
 SUMMARY_KEYS = (
@@ -676,14 +600,6 @@ def format_table(summary: Sequence[Dict[str, Any]], skipped: Dict[str, str]) -> 
     return "\n".join(lines)
 
 
-def write_json(path: Path, document: Dict[str, Any]) -> None:
-    """Write the results next to their final name first, so a crash leaves the old file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
-
-
 def run_driver(args: argparse.Namespace) -> int:
     """Run every selected case and size ``repeats`` times, then save and print the results."""
     if importlib.util.find_spec("torch") is None:
@@ -713,7 +629,8 @@ def run_driver(args: argparse.Namespace) -> int:
             f"but MemAvailable is {_mem_available() / GiB:.1f} GiB; pass smaller --sizes-gib"
         )
 
-    machine = machine_info(jemalloc)
+    record = harness.provenance()
+    machine = allocator_info(jemalloc)
     runs: List[Dict[str, Any]] = []
     started = time.perf_counter()
     for burst_gib in args.sizes_gib:
@@ -749,10 +666,7 @@ def run_driver(args: argparse.Namespace) -> int:
     summary = summarise(runs)
     target = check_target(summary, args.kept_fraction_max, args.trim_s_per_gib_max)
     document = {
-        "benchmark": "host_heap",
-        "schema": 1,
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": shlex.join([sys.executable, *sys.argv]),
+        "schema": 2,
         "elapsed_s": time.perf_counter() - started,
         "settings": {
             "sizes_gib": args.sizes_gib,
@@ -765,7 +679,7 @@ def run_driver(args: argparse.Namespace) -> int:
             "seed": args.seed,
             "threshold_raising_bytes": THRESHOLD_RAISING_BYTES,
         },
-        "machine": machine,
+        "allocators": machine,
         "cases": [
             {
                 "name": case.name,
@@ -780,7 +694,7 @@ def run_driver(args: argparse.Namespace) -> int:
         "summary": summary,
         "target": target,
     }
-    write_json(args.output, document)
+    harness.save_result(args.output, "host_heap", document, record)
     logger.info("wrote %s", args.output)
 
     sys.stderr.flush()
@@ -835,7 +749,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.worker:
             args.burst_gib = args.sizes_gib[0]
             figures = run_worker(args)
-            print(RESULT_PREFIX + json.dumps(figures), flush=True)
+            harness.print_case_result(figures)
             return 0
         return run_driver(args)
     except HostHeapBenchmarkError as error:

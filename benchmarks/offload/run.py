@@ -7,18 +7,9 @@ sampler thread every millisecond. The overshoot is the peak of that sum above it
 the start; with the model on the GPU at the start, upstream's ``module.to("cpu")`` overshoots
 by about the model size W.
 
-Strategies:
-
-* ``upstream``: ``module.to("cpu")`` then ``torch.cuda.empty_cache()`` (releases up to 2.14);
-* ``step-1GiB-plain``: upstream main's fix, tensor by tensor, cache released every 1 GiB;
-* ``fork-plain``: the fork's ``deallocate_module`` with its fast path off
-  (``TORCHTRT_OFFLOAD_PINNED_BOUNCE=0``), at the default step;
-* ``fork``: the fork's ``deallocate_module`` as users get it;
-* ``fork-step-<size>``: the fork with another release step;
-* a suffix ``-thp-never`` runs the case with transparent huge pages off for the process
-  (``prctl(PR_SET_THP_DISABLE)``, what ``never`` in ``/sys/kernel/mm/transparent_hugepage``
-  does for every process), and ``fork-lock-fails`` makes every ``cudaHostRegister`` fail, as
-  where page-locking is refused.
+Strategies are named in ``benchmarks/strategies.py`` (``OFFLOAD_STRATEGIES``: ``upstream``,
+``step-1GiB-plain``, ``fork``, ``fork-plain``, the other release steps, THP off, page-locking
+refused); a new one is an entry there.
 
 Tensor mixes (``--plan shapes`` runs the shapes of issue 10, each probed and unprobed):
 
@@ -39,12 +30,16 @@ have moved. ``overshoot_floor_bytes``, the larger of it and the largest tensor, 
 overshoot to expect where tensors share segments; it is not a strict bound, since segments
 freed earlier also hand back their free blocks, which the start counted.
 
+The driver measures the host's CPU-copy ceiling (:func:`copy_ceiling`) in its own process
+before the cases and again after them, and gives each case its fraction of it
+(``fraction_of_copy_ceiling``). Result files carry ``provenance`` (``benchmarks/harness.py``).
+
 Usage (on a machine with a GPU; each case runs in a process of its own)::
 
     python benchmarks/offload/run.py                       # every case, saves the JSON
     python benchmarks/offload/run.py --sizes 3 --out /tmp/offload.json
-    python benchmarks/offload/run.py --plan shapes --out offload_shapes.json \
-        --timing-out offload_shapes_timing.json --ceilings offload_ceilings.json
+    python benchmarks/offload/run.py --plan headline --repeats 3 --probe-strategies fork \
+        --out offload_headline.json --timing-out offload_headline_timing.json
 """
 
 from __future__ import annotations
@@ -53,20 +48,20 @@ import argparse
 import json
 import math
 import os
-import platform
-import subprocess
+import statistics
 import sys
 import threading
 import time
 from pathlib import Path
-from types import ModuleType
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-REPO = Path(__file__).resolve().parents[2]
-DEFAULT_OUT = REPO / "benchmarks" / "results" / "offload.json"
-sys.path.insert(0, str(REPO / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import harness  # noqa: E402  (benchmarks/harness.py: provenance, atomic save, fresh processes)
+import strategies  # noqa: E402  (benchmarks/strategies.py: the registry of strategies)
 from patched_wheel.overlay import load_overlay  # noqa: E402
+
+DEFAULT_OUT = harness.RESULTS / "offload.json"
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -111,7 +106,32 @@ SHAPES_PLAN: List[Tuple[int, str, List[str]]] = [
 # Several GPUs: run with --plan two-gpus on a machine with two.
 TWO_GPUS_PLAN: List[Tuple[int, str, List[str]]] = [(24, "llm-2gpu", ["fork", "fork-plain"])]
 
-PLANS = {"issue": PLAN, "shapes": SHAPES_PLAN, "two-gpus": TWO_GPUS_PLAN}
+# Issue 19 and the README's headline tables, in one run beside the same run's CPU-copy ceiling:
+# (size GiB, mix, strategy, probed run, timed runs), most wanted first, since a run cut short
+# keeps the cases it finished. The fork against `module.to` and the 1 GiB-step plain move at
+# 24 GiB; every shape of issue 19; at 8 GiB, THP off and page-locking refused against the plain
+# path.
+HEADLINE_CASES: List[Tuple[int, str, str, bool, int]] = [
+    (24, "llm", "fork", True, 3),
+    (24, "llm", "upstream", True, 1),
+    (24, "llm", "step-1GiB-plain", True, 1),
+    (24, "small", "fork", True, 2),
+    (14, "llama-tied", "fork", True, 1),
+    (8, "llm", "fork-plain", False, 1),
+    (8, "llm", "fork-thp-never", False, 1),
+    (8, "llm", "fork-plain-thp-never", False, 1),
+    (8, "llm", "fork-lock-fails", False, 1),
+    (60, "llm", "fork", True, 1),
+    (15, "llama-untied", "fork", True, 1),
+    (61, "qwen2", "fork", False, 1),
+    (60, "small", "fork", False, 1),
+]
+
+PLANS = {
+    "issue": PLAN,
+    "shapes": SHAPES_PLAN,
+    "two-gpus": TWO_GPUS_PLAN,
+}
 
 
 def host_rss() -> int:
@@ -258,44 +278,6 @@ def build_transformers_model(size_gib: int, mix: str) -> Any:
     return model.to(torch.bfloat16)
 
 
-def strategy_function(strategy: str, overlay: ModuleType) -> Callable[[Any], None]:
-    import torch
-
-    def upstream(module: Any) -> None:
-        module.to("cpu")
-        torch.cuda.empty_cache()
-
-    if strategy == "upstream":
-        return upstream
-    if strategy == "step-1GiB-plain":
-        os.environ[overlay.PINNED_BOUNCE_ENV_VAR] = "0"
-        return lambda module: overlay.deallocate_module(module, release_every_bytes=GiB)
-    if strategy == "fork-plain":
-        os.environ[overlay.PINNED_BOUNCE_ENV_VAR] = "0"
-        return overlay.deallocate_module  # type: ignore[no-any-return]
-    if strategy == "fork":
-        return overlay.deallocate_module  # type: ignore[no-any-return]
-    if strategy == "fork-lock-fails":
-        real = torch.cuda.cudart()
-
-        class RefusingRuntime:
-            """The CUDA runtime, but every cudaHostRegister fails as it does without memory."""
-
-            def __getattr__(self, name: str) -> Any:
-                return getattr(real, name)
-
-            def cudaHostRegister(self, *args: Any) -> int:
-                return 2  # cudaErrorMemoryAllocation
-
-        torch.cuda.cudart = RefusingRuntime
-        return overlay.deallocate_module  # type: ignore[no-any-return]
-    if strategy.startswith("fork-step-"):
-        text = strategy[len("fork-step-") :]
-        step = int(text[:-3]) * MiB if text.endswith("MiB") else int(text)
-        return lambda module: overlay.deallocate_module(module, release_every_bytes=step)
-    raise SystemExit(f"unknown strategy {strategy!r}")
-
-
 def run_case(size_gib: int, mix: str, strategy: str, probes: bool = True) -> Dict[str, Any]:
     """Build the model, move it with the strategy, and return every figure.
 
@@ -305,12 +287,11 @@ def run_case(size_gib: int, mix: str, strategy: str, probes: bool = True) -> Dic
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    thp_never = strategy.endswith(THP_NEVER)
-    if thp_never:
-        disable_huge_pages_for_this_process()
-        strategy = strategy[: -len(THP_NEVER)]
+    chosen = strategies.offload_strategy(strategy)
+    if chosen.thp_never:
+        strategies.disable_huge_pages_for_this_process()
     overlay = load_overlay()
-    move = strategy_function(strategy, overlay)
+    move = chosen.prepare(overlay)
     devices = list(range(torch.cuda.device_count()))
 
     # Warm up CUDA, the copy engines and the host allocator outside the measured window.
@@ -338,15 +319,30 @@ def run_case(size_gib: int, mix: str, strategy: str, probes: bool = True) -> Dic
         return host_rss() + used
 
     copies = {torch.ops.aten._to_copy.default, torch.ops.aten.copy_.default}
-    start = combined()
-    peak = {"ops": start, "sampler": start}
+    peak = {"ops": 0, "sampler": 0}
+    host_peak = [0]
 
     class PerMove(TorchDispatchMode):
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:  # type: ignore[override]
             result = func(*args, **(kwargs or {}))
             if func in copies:
                 peak["ops"] = max(peak["ops"], combined())
+                host_peak[0] = max(host_peak[0], host_rss())
             return result
+
+    probe_warm_up_bytes = 0
+    if probes:
+        # The first use of a dispatch mode initialises torch's Python dispatch machinery once
+        # per process, about 72 MiB of host memory that stays: the probe's own cost, not the
+        # move's, so it is paid before the start is read (and recorded here).
+        before = host_rss()
+        with PerMove():
+            torch.ones(4, device="cuda").cpu()
+        probe_warm_up_bytes = host_rss() - before
+    start = combined()
+    peak = {"ops": start, "sampler": start}
+    host_start = host_rss()
+    host_peak[0] = host_start
 
     stop = threading.Event()
     samples = [0]
@@ -380,8 +376,9 @@ def run_case(size_gib: int, mix: str, strategy: str, probes: bool = True) -> Dic
     return {
         "size_gib": size_gib,
         "mix": mix,
-        "strategy": strategy + (THP_NEVER if thp_never else ""),
+        "strategy": strategy,
         "probes": probes,
+        "torch_threads": torch.get_num_threads(),
         **segments,
         "overshoot_floor_bytes": floor,
         "overshoot_over_floor_MiB": (overshoot - floor) / MiB,
@@ -394,24 +391,14 @@ def run_case(size_gib: int, mix: str, strategy: str, probes: bool = True) -> Dic
         "overshoot_over_largest_MiB": (overshoot - largest) / MiB,
         "overshoot_ops_bytes": peak["ops"] - start,
         "overshoot_sampler_bytes": peak["sampler"] - start,
+        "host_rise_at_copies_bytes": host_peak[0] - host_start,
+        "probe_warm_up_host_bytes": probe_warm_up_bytes,
         "sampler_samples": samples[0],
         "seconds": seconds,
         "GBps": weight_bytes / seconds / 1e9,
         "host_after_minus_W_MiB": (host_rss() - rss_start - weight_bytes) / MiB,
         "cuda_reserved_after_MiB": torch.cuda.memory_reserved() / MiB,
     }
-
-
-THP_NEVER = "-thp-never"
-
-
-def disable_huge_pages_for_this_process() -> None:
-    """Transparent huge pages off for this process, as ``never`` would set them for all."""
-    import ctypes
-
-    PR_SET_THP_DISABLE = 41
-    if ctypes.CDLL(None).prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0:
-        raise SystemExit("prctl(PR_SET_THP_DISABLE) failed")
 
 
 def segment_figures(tensors: Dict[int, int]) -> Dict[str, Any]:
@@ -453,31 +440,6 @@ def segment_figures(tensors: Dict[int, int]) -> Dict[str, Any]:
 # ------------------------------------------------------------------------------------------
 
 
-def machine_info() -> Dict[str, Any]:
-    import torch
-
-    def read(path: str) -> Optional[str]:
-        try:
-            return Path(path).read_text().strip()
-        except OSError:
-            return None
-
-    meminfo = read("/proc/meminfo") or ""
-    cpu = read("/proc/cpuinfo") or ""
-    model = next((l.split(":", 1)[1].strip() for l in cpu.splitlines() if "model name" in l), None)
-    return {
-        "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "python": platform.python_version(),
-        "kernel": platform.release(),
-        "cpu": model,
-        "cpus": os.cpu_count(),
-        "mem_total": next((l for l in meminfo.splitlines() if l.startswith("MemTotal")), None),
-        "transparent_hugepage": read("/sys/kernel/mm/transparent_hugepage/enabled"),
-    }
-
-
 def print_table(cases: List[Dict[str, Any]]) -> None:
     header = f"{'model':>17} {'strategy':>20} {'overshoot':>10} {'x W':>6} {'-largest':>9} {'-floor':>9} {'time':>7} {'GB/s':>6} {'host-W':>7}"
     print(header)
@@ -493,67 +455,99 @@ def print_table(cases: List[Dict[str, Any]]) -> None:
         )
 
 
-def save(out: Path, machine: Dict[str, Any], cases: List[Dict[str, Any]], seconds: float) -> None:
-    """Write the results so far (after every case, so a cut-short run keeps what it measured)."""
-    result = {
-        "benchmark": "offload",
-        "command": " ".join(["python", *sys.argv]),
-        "machine": machine,
-        "total_seconds": seconds,
-        "cases": cases,
+def copy_ceiling(repeats: int = 5) -> Dict[str, Any]:
+    """The host's CPU-copy ceiling: 1 GiB from page-locked memory into fresh huge pages.
+
+    ``copy_`` with every core (torch threads set to ``os.cpu_count()``) into new memory advised
+    ``MADV_HUGEPAGE``, each time fresh, as an offload's destinations are: the CPU side of a
+    path that bounces through page-locked memory, and the ceiling issue 19 measures the
+    offload against. The source is page-locked with ``cudaHostRegister`` on memory of our own
+    and unlocked after, so the cases that follow see no page-locked memory of this process.
+    """
+    import torch
+
+    overlay = load_overlay()
+    source = torch.ones(GiB, dtype=torch.uint8)
+    cudart = torch.cuda.cudart()
+    assert int(cudart.cudaHostRegister(source.data_ptr(), GiB, 0)) == 0
+    threads = torch.get_num_threads()
+    torch.set_num_threads(os.cpu_count() or 1)
+    rates = []
+    try:
+        for _ in range(repeats):
+            destination = torch.empty(GiB, dtype=torch.uint8)
+            overlay._advise_huge_pages(destination)
+            began = time.perf_counter()
+            destination.copy_(source)
+            rates.append(GiB / (time.perf_counter() - began) / 1e9)
+            del destination
+    finally:
+        torch.set_num_threads(threads)
+        cudart.cudaHostUnregister(source.data_ptr())
+    return {
+        "GBps": max(rates),
+        "median_GBps": statistics.median(rates),
+        "samples_GBps": rates,
+        "threads": os.cpu_count(),
+        "bytes": GiB,
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    temporary = out.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(result, indent=2) + "\n")
-    os.replace(temporary, out)
 
 
-def run_in_a_fresh_process(
-    size: int, mix: str, strategy: str, probes: bool
-) -> Optional[Dict[str, Any]]:
-    """One case in its own process, without the fast-path switch of the caller's shell."""
-    env = {k: v for k, v in os.environ.items() if k != "TORCHTRT_OFFLOAD_PINNED_BOUNCE"}
-    done = subprocess.run(
-        [sys.executable, __file__, "--case", f"{size}:{mix}:{strategy}"]
-        + ([] if probes else ["--no-probes"]),
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        print(done.stderr[-4000:], file=sys.stderr)
-        print(f"{size} GiB {mix} {strategy}: failed", flush=True)
+def add_fractions(case: Dict[str, Any], ceiling: Dict[str, Any]) -> None:
+    """The case's GB/s as a fraction of the same run's CPU-copy ceiling (best and median)."""
+    case["fraction_of_copy_ceiling"] = case["GBps"] / ceiling["GBps"]
+    case["fraction_of_median_copy_ceiling"] = case["GBps"] / ceiling["median_GBps"]
+
+
+def run_one(size: int, mix: str, strategy: str, probes: bool) -> Optional[Dict[str, Any]]:
+    """One case in a fresh process, without the fast-path switch of the caller's shell."""
+    env = {k: v for k, v in os.environ.items() if k != strategies.FAST_PATH_SWITCH}
+    command = [__file__, "--case", f"{size}:{mix}:{strategy}"] + ([] if probes else ["--no-probes"])
+    try:
+        return harness.run_in_fresh_process(command, env)
+    except harness.CaseFailed as error:
+        print(f"{size} GiB {mix} {strategy}: failed: {error}", file=sys.stderr, flush=True)
         return None
-    case: Dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    case["command"] = " ".join(["python", *sys.argv])
-    return case
 
 
-def add_ceiling(case: Dict[str, Any], ceilings: Optional[Dict[str, Any]]) -> None:
-    """The case's GB/s beside the host's CPU-side ceilings, measured on the same host."""
-    if ceilings is None:
-        return
-    for name, value in ceilings["ceilings_GBps"].items():
-        case[f"fraction_of_{name}"] = case["GBps"] / value
+def selected_cases(args: argparse.Namespace) -> List[Tuple[int, str, str, bool, int]]:
+    """(size, mix, strategy, probed run, timed runs) of the plan, as the options select them."""
+    if args.plan == "headline":
+        cases = HEADLINE_CASES
+    else:
+        timed = args.repeats if args.no_probes or args.timing_out else 0
+        cases = [
+            (size, mix, strategy, not args.no_probes, timed)
+            for size, mix, names in PLANS[args.plan]
+            for strategy in names
+        ]
+    return [
+        (size, mix, strategy, probed and not args.no_probes and probe_wanted(args, strategy), timed)
+        for size, mix, strategy, probed, timed in cases
+        if (not args.sizes or size in args.sizes)
+        and (not args.mixes or mix in args.mixes)
+        and (not args.strategies or strategy in args.strategies)
+    ]
 
 
-def merged(out: Path, cases: List[Dict[str, Any]], merge: bool) -> List[Dict[str, Any]]:
-    """``cases``, after the cases of the file ``out`` that they do not repeat (``--merge``)."""
-    if not merge or not out.exists():
-        return cases
-    key = lambda case: (case["size_gib"], case["mix"], case["strategy"])  # noqa: E731
-    fresh = {key(case): case for case in cases}
-    kept = [fresh.pop(key(case), case) for case in json.loads(out.read_text())["cases"]]
-    return kept + list(fresh.values())
+def probe_wanted(args: argparse.Namespace, strategy: str) -> bool:
+    return args.probe_strategies is None or strategy in args.probe_strategies
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", help=argparse.SUPPRESS)
-    parser.add_argument("--plan", choices=sorted(PLANS), default="issue", help="cases to run")
+    parser.add_argument(
+        "--plan", choices=sorted([*PLANS, "headline"]), default="issue", help="cases to run"
+    )
     parser.add_argument("--sizes", type=int, nargs="*", help="model sizes (GiB) to run")
     parser.add_argument("--mixes", nargs="*", help="tensor mixes to run")
-    parser.add_argument("--strategies", nargs="*", help="strategies to run")
+    parser.add_argument(
+        "--strategies",
+        nargs="*",
+        choices=list(strategies.OFFLOAD_BY_NAME),
+        help="strategies to run (benchmarks/strategies.py)",
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON file to write")
     parser.add_argument(
         "--no-probes", action="store_true", help="measure time only, without the memory probes"
@@ -564,50 +558,66 @@ def main() -> int:
         help="also run every case without probes and write those cases to this file",
     )
     parser.add_argument(
-        "--ceilings",
-        type=Path,
-        help="a file of host_ceilings.py from the same host: unprobed cases get fractions of it",
+        "--repeats",
+        type=int,
+        default=1,
+        help="runs of each timed case, side by side (the headline plan sets its own)",
     )
     parser.add_argument(
-        "--merge", action="store_true", help="keep the output files' cases this run does not repeat"
+        "--probe-strategies",
+        nargs="*",
+        help="with --timing-out: probe only these strategies (default: every one)",
     )
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = parse_args()
     if args.case:
         size, mix, strategy = args.case.split(":")
-        print(json.dumps(run_case(int(size), mix, strategy, probes=not args.no_probes)))
+        harness.print_case_result(run_case(int(size), mix, strategy, probes=not args.no_probes))
         return 0
 
+    record = harness.provenance()
     began = time.perf_counter()
-    machine = machine_info()
-    ceilings = json.loads(args.ceilings.read_text()) if args.ceilings else None
-    plan = [
-        (size, mix, [s for s in strategies if not args.strategies or s in args.strategies])
-        for size, mix, strategies in PLANS[args.plan]
-        if (not args.sizes or size in args.sizes) and (not args.mixes or mix in args.mixes)
-    ]
-    machine["host_warm_up_s"] = warm_host_memory(max(size for size, _, _ in plan) + 8)
+    cases = selected_cases(args)
+    warm_up_s = warm_host_memory(max(size for size, *_ in cases) + 8)
+    ceiling = copy_ceiling()
+    print(f"CPU-copy ceiling: {ceiling['GBps']:.2f} GB/s (median {ceiling['median_GBps']:.2f})")
     probed: List[Dict[str, Any]] = []
     timed: List[Dict[str, Any]] = []
-    for size, mix, strategies in plan:
-        for strategy in strategies:
-            runs = []
-            if not args.no_probes and (args.plan != "shapes" or strategy == "fork"):
-                runs.append((True, probed, args.out))
-            if args.no_probes or args.timing_out:
-                runs.append((False, timed, args.timing_out or args.out))
-            for probes, cases, out in runs:
-                case = run_in_a_fresh_process(size, mix, strategy, probes)
-                if case is None:
-                    continue
-                if not probes:
-                    add_ceiling(case, ceilings)
-                cases.append(case)
-                print(
-                    f"{size:>3} GiB {mix:>12} {strategy:>20} {'probed' if probes else 'timed':>6}:"
-                    f" overshoot {case['overshoot_W']:.3f} W, {case['GBps']:.2f} GB/s",
-                    flush=True,
-                )
-                save(out, machine, merged(out, cases, args.merge), time.perf_counter() - began)
+    timing_out = args.timing_out or args.out
+
+    def save() -> None:
+        body = {
+            "host_warm_up_s": warm_up_s,
+            "copy_ceiling": ceiling,
+            "total_seconds": time.perf_counter() - began,
+        }
+        if any(case[3] for case in cases):
+            harness.save_result(args.out, "offload", {**body, "cases": probed}, record)
+        if any(case[4] for case in cases):
+            harness.save_result(timing_out, "offload", {**body, "cases": timed}, record)
+
+    for size, mix, strategy, probe, timed_runs in cases:
+        runs = ([(True, 0)] if probe else []) + [(False, repeat) for repeat in range(timed_runs)]
+        for probes, repeat in runs:
+            case = run_one(size, mix, strategy, probes)
+            if case is None:
+                continue
+            case["repeat"] = repeat
+            add_fractions(case, ceiling)
+            (probed if probes else timed).append(case)
+            print(
+                f"{size:>3} GiB {mix:>12} {strategy:>20} {'probed' if probes else 'timed':>6}:"
+                f" overshoot {case['overshoot_W']:.3f} W"
+                f" ({case['overshoot_over_floor_MiB']:+.0f} MiB over the floor),"
+                f" {case['GBps']:.2f} GB/s = {case['fraction_of_copy_ceiling']:.2f} x ceiling",
+                flush=True,
+            )
+            save()
+    ceiling["after_cases"] = copy_ceiling()
+    save()
     print()
     print_table(probed + timed)
     return 0

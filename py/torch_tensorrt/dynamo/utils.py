@@ -15,6 +15,7 @@ without TensorRT, and its tests run on machines with no GPU.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import gc
@@ -82,10 +83,9 @@ def deallocate_module(
     :class:`_PinnedBounceMover`): they move by DMA through two page-locked chunks of
     :data:`PINNED_BOUNCE_CHUNK_BYTES` into host memory advised to use huge pages, instead of
     the driver's copy into pageable memory that ``tensor.to("cpu")`` makes, one mover per CUDA
-    device. Its speed and memory against ``tensor.to`` are measured in
-    ``benchmarks/results/offload*.json`` (strategy ``fork`` against ``fork-plain``). Its cost:
-    the two chunks of each device, page-locked host memory while the move lasts. Setting
-    ``TORCHTRT_OFFLOAD_PINNED_BOUNCE=0`` turns it off; every tensor then moves with
+    device. It is several times faster than ``tensor.to`` and holds no more memory twice; its
+    cost is the two chunks of each device, page-locked host memory while the move lasts.
+    Setting ``TORCHTRT_OFFLOAD_PINNED_BOUNCE=0`` turns it off; every tensor then moves with
     ``tensor.to("cpu")``.
 
     Args:
@@ -103,42 +103,61 @@ def deallocate_module(
             f"release_every_bytes must be 0 or more, got {release_every_bytes!r}; "
             "pass 0 to release the CUDA cache before every tensor"
         )
-    moved_since_release = 0
-    movers: Dict[torch.device, Optional[_PinnedBounceMover]] = {}
+    schedule = _ReleaseSchedule(release_every_bytes)
+    with contextlib.ExitStack() as closing:
+        movers = _MoversByDevice(closing)
 
-    def move_to_cpu(tensor: torch.Tensor) -> torch.Tensor:
-        nonlocal moved_since_release
-        if not tensor.is_cuda:
-            return tensor.to("cpu")
-        if moved_since_release and moved_since_release >= release_every_bytes:
-            torch.cuda.empty_cache()
-            moved_since_release = 0
-        moved_since_release += _strided_nbytes(tensor)
-        if not _PinnedBounceMover.suits(tensor):
-            return tensor.to("cpu")
-        if tensor.device not in movers:  # page-lock once per device, even if it fails
-            movers[tensor.device] = _PinnedBounceMover.create(tensor.device)
-        mover = movers[tensor.device]
-        if mover is None:
-            return tensor.to("cpu")
-        return mover.move(tensor)
+        def move_to_cpu(tensor: torch.Tensor) -> torch.Tensor:
+            if not tensor.is_cuda:
+                return tensor.to("cpu")
+            schedule.before_move(tensor)
+            mover = (
+                movers.for_device(tensor.device) if _PinnedBounceMover.can_move(tensor) else None
+            )
+            return tensor.to("cpu") if mover is None else mover.move(tensor)
 
-    try:
         module._apply(move_to_cpu)
-    finally:
-        _close_movers([mover for mover in movers.values() if mover is not None])
     gc.collect()
     torch.cuda.empty_cache()
 
 
-def _close_movers(movers: List[_PinnedBounceMover]) -> None:
-    """Close every mover, even when closing one of them fails."""
-    if not movers:
-        return
-    try:
-        movers[0].close()
-    finally:
-        _close_movers(movers[1:])
+class _ReleaseSchedule:
+    """When :func:`deallocate_module` empties the CUDA cache: every ``every_bytes`` moved.
+
+    Counts the bytes of strided CUDA tensors moved since the last release; once the count has
+    reached ``every_bytes`` (and is not zero), the next move first releases the cache.
+    """
+
+    def __init__(self, every_bytes: int) -> None:
+        self.every_bytes = every_bytes
+        self.moved_since_release = 0
+
+    def before_move(self, tensor: torch.Tensor) -> None:
+        """Release the cache if the step is reached, then count ``tensor`` as moved."""
+        if self.moved_since_release and self.moved_since_release >= self.every_bytes:
+            torch.cuda.empty_cache()
+            self.moved_since_release = 0
+        self.moved_since_release += _strided_nbytes(tensor)
+
+
+class _MoversByDevice:
+    """One fast-path mover per CUDA device, made on first use, closed when ``closing`` ends.
+
+    A device whose mover cannot be made (page-locking refused, fast path off) is remembered as
+    ``None``, so page-locking is tried once per device and its tensors move with ``tensor.to``.
+    """
+
+    def __init__(self, closing: contextlib.ExitStack) -> None:
+        self.closing = closing
+        self.movers: Dict[torch.device, Optional[_PinnedBounceMover]] = {}
+
+    def for_device(self, device: torch.device) -> Optional[_PinnedBounceMover]:
+        if device not in self.movers:
+            mover = _PinnedBounceMover.create(device)
+            if mover is not None:
+                self.closing.callback(mover.close)
+            self.movers[device] = mover
+        return self.movers[device]
 
 
 def _advise_huge_pages(tensor: torch.Tensor) -> None:
@@ -161,11 +180,15 @@ def _advise_huge_pages(tensor: torch.Tensor) -> None:
 
 @functools.lru_cache(maxsize=None)
 def _libc_madvise() -> Optional[Callable[[int, int, int], int]]:
-    """The C library's ``madvise``, looked up once; ``None`` off Linux or where it is missing."""
+    """The C library's ``madvise``, looked up once; ``None`` off Linux or where it is missing.
+
+    Opened as ``libc.so.6``, as for ``malloc_trim``: the fast path it serves exists only with
+    CUDA, whose Linux builds need glibc, so a C library of another name loses nothing.
+    """
     if platform.system() != "Linux":
         return None
     try:
-        madvise = ctypes.CDLL(None).madvise
+        madvise = ctypes.CDLL("libc.so.6").madvise
     except (OSError, AttributeError) as error:
         logger.debug("madvise is not available: %s", error)
         return None
@@ -178,30 +201,31 @@ class _PinnedBounceMover:
     """Moves CUDA tensors into new host memory through two reused page-locked chunks.
 
     A plain ``tensor.to("cpu")`` copies into fresh pageable memory, which the kernel faults in
-    page by page while the copy waits. Here the GPU copies each chunk of the tensor by DMA into
+    page by page while the copy waits. Here the GPU copies each piece of the tensor by DMA into
     one of two page-locked chunks, and while it fills the other chunk, PyTorch's multi-threaded
     CPU copy moves the first into the destination, which is advised to use huge pages. The
     chunks are page-locked with ``cudaHostRegister`` on memory of our own rather than taken
     from PyTorch's pinned-memory cache, so that :meth:`close` hands them back to the OS
     entirely.
 
-    The last chunk of a tensor is copied on the CPU while the next tensor's first chunk is on
-    its way, so a returned tensor may still lack its last chunk until the next :meth:`move` or
+    The last piece of a tensor is copied on the CPU while the next tensor's first piece is on
+    its way, so a returned tensor may still lack its last piece until the next :meth:`move` or
     :meth:`close`; the caller reads none of them before :meth:`close` returns.
     """
 
     min_tensor_bytes = 1024 * 1024
 
-    def __init__(self, slots: List[torch.Tensor], device: torch.device) -> None:
-        self.slots = slots
+    def __init__(self, chunks: List[torch.Tensor], device: torch.device) -> None:
+        self.chunks = chunks
+        self.chunk_bytes = chunks[0].numel()
         self.device = device
         self.stream = torch.cuda.Stream(device=device)
-        self.events = [torch.cuda.Event() for _ in slots]
-        self.next_slot = 0
-        self.pending: Optional[Tuple[torch.Tensor, int, int]] = None
+        self.events = [torch.cuda.Event() for _ in chunks]
+        self.next_chunk = 0
+        self.pending: Optional[Tuple[torch.Tensor, int, int, int]] = None
 
     @staticmethod
-    def suits(tensor: torch.Tensor) -> bool:
+    def can_move(tensor: torch.Tensor) -> bool:
         """Whether the fast path can move ``tensor``: a plain dense CUDA tensor of 1 MiB+."""
         return (
             type(tensor) in (torch.Tensor, torch.nn.Parameter)
@@ -212,56 +236,61 @@ class _PinnedBounceMover:
         )
 
     @classmethod
-    def create(cls, device: torch.device) -> Optional[_PinnedBounceMover]:
+    def create(
+        cls, device: torch.device, chunk_bytes: int = PINNED_BOUNCE_CHUNK_BYTES
+    ) -> Optional[_PinnedBounceMover]:
         """A mover for one CUDA device's tensors; ``None`` if page-locking fails or is off."""
         if not _env_flag_enabled(PINNED_BOUNCE_ENV_VAR):
             return None
         cudart = torch.cuda.cudart()
-        slots: List[torch.Tensor] = []
+        chunks: List[torch.Tensor] = []
         for _ in range(2):
-            slot = torch.empty(PINNED_BOUNCE_CHUNK_BYTES, dtype=torch.uint8)
-            status = int(cudart.cudaHostRegister(slot.data_ptr(), slot.nbytes, 0))
+            chunk = torch.empty(chunk_bytes, dtype=torch.uint8)
+            status = int(cudart.cudaHostRegister(chunk.data_ptr(), chunk.nbytes, 0))
             if status != 0:
                 logger.debug("cudaHostRegister failed (%d); offloading with tensor.to", status)
-                for registered in slots:
+                for registered in chunks:
                     cudart.cudaHostUnregister(registered.data_ptr())
                 return None
-            slots.append(slot)
-        return cls(slots, device)
+            chunks.append(chunk)
+        return cls(chunks, device)
 
     def move(self, tensor: torch.Tensor) -> torch.Tensor:
-        """A CPU copy of ``tensor``; its last chunk may land at the next call or at close."""
+        """A CPU copy of ``tensor``; its last piece may land at the next call or at close.
+
+        Like ``tensor.to("cpu")`` under ``module._apply``'s ``no_grad``, the copy has no
+        autograd history and does not require grad; ``_apply`` gives parameters theirs back.
+        """
         destination = torch.empty(tensor.shape, dtype=tensor.dtype, device="cpu")
         _advise_huge_pages(destination)
         source_bytes = tensor.detach().reshape(-1).view(torch.uint8)
         destination_bytes = destination.view(-1).view(torch.uint8)
-        chunk = PINNED_BOUNCE_CHUNK_BYTES
+        total = source_bytes.numel()
         self.stream.wait_stream(torch.cuda.current_stream(self.device))
-        slot = self.next_slot
-        for offset in range(0, source_bytes.numel(), chunk):
-            size = min(chunk, source_bytes.numel() - offset)
-            slot = self.next_slot
-            self.next_slot = (slot + 1) % len(self.slots)
+        chunk = self.next_chunk
+        for offset in range(0, total, self.chunk_bytes):
+            size = min(self.chunk_bytes, total - offset)
+            chunk = self.next_chunk
+            self.next_chunk = (chunk + 1) % len(self.chunks)
             with torch.cuda.stream(self.stream):
-                self.slots[slot][:size].copy_(
+                self.chunks[chunk][:size].copy_(
                     source_bytes[offset : offset + size], non_blocking=True
                 )
-                self.events[slot].record(self.stream)
+                self.events[chunk].record(self.stream)
             self._copy_pending()
-            self.pending = (destination_bytes, offset, slot)
-        # Wait for the last chunk's DMA, so that the caller may free the CUDA tensor.
-        self.events[slot].synchronize()
-        return destination.requires_grad_(tensor.requires_grad and torch.is_grad_enabled())
+            self.pending = (destination_bytes, offset, size, chunk)
+        # Wait for the last piece's DMA, so that the caller may free the CUDA tensor.
+        self.events[chunk].synchronize()
+        return destination
 
     def _copy_pending(self) -> None:
-        """Copy the chunk waiting in its page-locked slot into its destination."""
+        """Copy the piece waiting in its page-locked chunk into its destination."""
         if self.pending is None:
             return
-        destination_bytes, offset, slot = self.pending
+        destination_bytes, offset, size, chunk = self.pending
         self.pending = None
-        self.events[slot].synchronize()
-        size = min(PINNED_BOUNCE_CHUNK_BYTES, destination_bytes.numel() - offset)
-        destination_bytes[offset : offset + size].copy_(self.slots[slot][:size])
+        self.events[chunk].synchronize()
+        destination_bytes[offset : offset + size].copy_(self.chunks[chunk][:size])
 
     def close(self) -> None:
         """Finish the last copy and hand the page-locked chunks back to the OS."""
@@ -269,9 +298,9 @@ class _PinnedBounceMover:
             self._copy_pending()
         finally:
             cudart = torch.cuda.cudart()
-            for slot in self.slots:
-                cudart.cudaHostUnregister(slot.data_ptr())
-            self.slots = []
+            for chunk in self.chunks:
+                cudart.cudaHostUnregister(chunk.data_ptr())
+            self.chunks = []
 
 
 @functools.lru_cache(maxsize=None)

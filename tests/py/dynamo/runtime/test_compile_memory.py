@@ -8,6 +8,7 @@ The tests that need the real thing (glibc, a GPU) skip with a reason where it is
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import inspect
 import json
@@ -709,6 +710,45 @@ def test_fast_path_is_skipped_when_turned_off(
     monkeypatch.setenv(overlay.PINNED_BOUNCE_ENV_VAR, "0")
     assert overlay._PinnedBounceMover.create(torch.device("cuda", 0)) is None
     assert runtime.ever_locked == []
+
+
+def test_fast_path_copies_every_byte_with_another_chunk_size(
+    overlay: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime = FakeCudaRuntime()
+    runtime.install(monkeypatch)
+    sources = [torch.randint(0, 256, (size,), dtype=torch.uint8) for size in (37 * MiB + 5, MiB)]
+    mover = overlay._PinnedBounceMover.create(torch.device("cuda", 0), chunk_bytes=8 * MiB)
+    moved = [mover.move(source) for source in sources]
+    mover.close()
+    assert all(torch.equal(result, source) for source, result in zip(sources, moved))
+    assert not any(result.requires_grad for result in moved)
+    assert runtime.locked == {}
+    assert [length for _, length in runtime.ever_locked] == [8 * MiB, 8 * MiB]
+
+
+def test_every_mover_is_closed_when_closing_one_fails(
+    overlay: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    closed: List[str] = []
+
+    class RecordingMover:
+        def __init__(self, device: torch.device) -> None:
+            self.device = device
+
+        def close(self) -> None:
+            closed.append(str(self.device))
+            if self.device.index == 1:
+                raise RuntimeError("cudaHostUnregister failed")
+
+    monkeypatch.setattr(overlay._PinnedBounceMover, "create", RecordingMover)
+    devices = [torch.device("cuda", index) for index in range(3)]
+    with pytest.raises(RuntimeError, match="cudaHostUnregister failed"):
+        with contextlib.ExitStack() as closing:
+            movers = overlay._MoversByDevice(closing)
+            for device in devices + devices:  # one mover per device, made once
+                assert movers.for_device(device).device == device
+    assert sorted(closed) == ["cuda:0", "cuda:1", "cuda:2"]
 
 
 # --------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ several runs, the destination always freshly allocated as in a real offload:
 * ``bounce``: two reused page-locked chunks; the GPU fills one while the CPU copies the other
   into the huge-page advised destination.
 
-Usage: ``python benchmarks/offload/fast_path_ceilings.py [--out results.json]``
+Usage: ``python benchmarks/research/fast_path_ceilings.py [--out results.json]``
 """
 
 from __future__ import annotations
@@ -22,10 +22,16 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
+from pathlib import Path
 from typing import Callable, Dict, List
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import harness  # noqa: E402  (benchmarks/harness.py)
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -142,6 +148,7 @@ def main() -> None:
     parser.add_argument("--out", default="fast_path_ceilings.json")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    record = harness.provenance()
     with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
         thp = f.read().strip()
     info: Dict[str, object] = {
@@ -170,8 +177,9 @@ def main() -> None:
             print(f"{name:16s} {size // MiB:5d} MiB tensors: {rate:6.2f} GB/s", flush=True)
     for b in bounces.values():
         b.close()
-    with open(args.out, "w") as f:
-        json.dump({"machine": info, "GBps": results}, f, indent=2)
+    harness.save_result(
+        Path(args.out), "fast_path_ceilings", {"machine": info, "GBps": results}, record
+    )
 
 
 if __name__ == "__main__":
