@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,15 +56,15 @@ HOST_HEAP_METRICS = {
     "warm_burst_s": ("time of burst 2 (s)", 1.0),
 }
 
-# Order and colours of the offload strategies, upstream's first; others get the palette's rest.
+# Colours of the offload strategies, in the registry's order (benchmarks/strategies.py): the
+# README's headline strategies first, each with a colour of its own.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from strategies import OFFLOAD_STRATEGIES as _REGISTRY  # noqa: E402
+
+_HEADLINE_COLOURS = (PALETTE[3], PALETTE[1], PALETTE[0])
 OFFLOAD_STRATEGIES = {
-    "upstream": PALETTE[3],
-    "step-1GiB-plain": PALETTE[1],
-    "fork-plain": PALETTE[4],
-    "fork": PALETTE[0],
-    "fork-step-0": PALETTE[6],
-    "fork-step-64MiB": PALETTE[2],
-    "fork-step-256MiB": PALETTE[5],
+    strategy.name: (_HEADLINE_COLOURS + PALETTE[4:] + PALETTE[2:3])[index % len(PALETTE)]
+    for index, strategy in enumerate(_REGISTRY)
 }
 
 FONT_SIZE = 9.5

@@ -31,6 +31,7 @@ import json
 import logging
 import re
 import shlex
+import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,22 +46,12 @@ README = REPOSITORY / "README.md"
 GiB = 1024**3
 MiB = 1024**2
 
-# The offload strategies, with the words the tables use for them. ``step-1GiB-plain`` is the
-# fork's own deallocate_module with a 1 GiB step and the fast path off (a move made the way
-# upstream main's fix makes it), not upstream's code.
-STRATEGY_TITLES = {
-    "upstream": "`module.to`",
-    "step-1GiB-plain": "1 GiB step, fast path off",
-    "fork": "fork",
-    "fork-plain": "fork, fast path off",
-}
+# The strategies and host-heap cases, their labels and which are the README's: one registry.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from strategies import HOST_HEAP_CASES, OFFLOAD_BY_NAME, OFFLOAD_STRATEGIES  # noqa: E402
 
-# The host-heap cases of the README's table, in row order, with their meaning.
-HOST_HEAP_ROWS = (
-    ("upstream", "upstream releases (no trim)"),
-    ("fork", "this fork (`trim_host_heap`)"),
-    ("mmap_threshold", "closest peer: `MALLOC_MMAP_THRESHOLD_`"),
-)
+STRATEGY_TITLES = {strategy.name: strategy.label for strategy in OFFLOAD_STRATEGIES}
+HOST_HEAP_ROWS = tuple((case.name, case.label) for case in HOST_HEAP_CASES if case.headline)
 
 # How a table marks a figure whose result file does not name the current overlay.
 UNKNOWN_OVERLAY = "overlay unknown"
@@ -120,6 +111,11 @@ def portable_command(command: str, out_file: Optional[str] = None) -> str:
     words = shlex.split(command)
     if words and re.search(r"(^|/)python[0-9.]*$", words[0]):
         words[0] = "python"
+    # Other files the run wrote outside the repository land beside it in benchmarks/results.
+    words[1:] = [
+        f"benchmarks/results/{Path(word).name}" if re.match(r"^/.*\.(json|log)$", word) else word
+        for word in words[1:]
+    ]
     if "--out" in words and out_file not in words:  # a run writing several files names each
         index = words.index("--out")
         if out_file is None:
@@ -257,18 +253,47 @@ def _runs(results: Path, probed: bool) -> List[Tuple[Path, Dict[str, Any]]]:
 
 def _side_by_side(
     document: Dict[str, Any], probed: bool, strategies: Sequence[str]
-) -> List[Dict[str, Dict[str, Any]]]:
-    """Per model of one run, its first case of each strategy; only models that ran them all,
-    so that every figure of a row comes from the same run."""
-    by_model: Dict[str, Dict[str, Dict[str, Any]]] = {}
+) -> List[Dict[str, List[Dict[str, Any]]]]:
+    """Per model of one run, its cases of each strategy (several where the run repeated a
+    case); only models that ran them all, so that every figure of a row comes from one run."""
+    by_model: Dict[str, Dict[str, List[Dict[str, Any]]]] = {}
     for case in document["cases"]:
         if case.get("probes", True) == probed:
-            by_model.setdefault(model_name(case), {}).setdefault(case["strategy"], case)
+            by_model.setdefault(model_name(case), {}).setdefault(case["strategy"], []).append(case)
     return [cases for cases in by_model.values() if all(name in cases for name in strategies)]
 
 
-HEADLINE_MEMORY = ("upstream", "step-1GiB-plain", "fork")
+def _median(cases: Sequence[Dict[str, Any]], key: str) -> float:
+    return float(statistics.median(case[key] for case in cases))
+
+
+def _figure(cases: Sequence[Dict[str, Any]], key: str, spec: str, unit: str) -> str:
+    """The median of a strategy's runs in one file; with several, their range too."""
+    shown = f"{format(_median(cases, key), spec)}{unit}"
+    if len(cases) == 1:
+        return shown
+    low, high = min(case[key] for case in cases), max(case[key] for case in cases)
+    return f"{shown} ({len(cases)} runs: {format(low, spec)}-{format(high, spec)})"
+
+
+# The README's offload columns (the registry's headline strategies), and the fork's own.
+HEADLINE_MEMORY = tuple(strategy.name for strategy in OFFLOAD_STRATEGIES if strategy.headline)
 HEADLINE_SPEED = ("upstream", "fork")
+FORK = "fork"
+
+
+def _memory_row(cases: Dict[str, List[Dict[str, Any]]], mark: OverlayMark) -> List[str]:
+    fork = cases[FORK]
+    others = [name for name in HEADLINE_MEMORY if name != FORK]
+    row = [model_name(fork[0])]
+    row += [_figure(cases[name], "overshoot_W", ".3f", " W") for name in HEADLINE_MEMORY]
+    row += [
+        f"{_median(fork, 'overshoot_bytes') / _median(cases[name], 'overshoot_bytes'):.2f}"
+        for name in others
+    ]
+    largest = fork[0]["largest_tensor_bytes"]
+    row += [f"{_median(fork, 'overshoot_bytes') / largest:.2f}", mark.text]
+    return row
 
 
 def offload_headline(results: Path = RESULTS) -> Table:
@@ -280,41 +305,25 @@ def offload_headline(results: Path = RESULTS) -> Table:
     for path, document in _runs(results, probed=True):
         mark = overlay_mark(document, current)
         found = _side_by_side(document, True, HEADLINE_MEMORY)
-        for cases in found:
-            fork, plain = cases["fork"], cases["upstream"]
-            step = cases["step-1GiB-plain"]
-            rows.append(
-                [
-                    model_name(fork),
-                    f"{plain['overshoot_W']:.2f} W",
-                    f"{step['overshoot_W']:.3f} W",
-                    f"{fork['overshoot_W']:.3f} W",
-                    f"{fork['overshoot_bytes'] / step['overshoot_bytes']:.2f}",
-                    f"{fork['overshoot_bytes'] / fork['largest_tensor_bytes']:.2f}",
-                    mark.text,
-                ]
-            )
+        rows.extend(_memory_row(cases, mark) for cases in found)
         if found:
             marks.append(mark)
             sources.append(source_note(path, document))
-    header = [
-        "model",
-        STRATEGY_TITLES["upstream"],
-        STRATEGY_TITLES["step-1GiB-plain"],
-        STRATEGY_TITLES["fork"],
-        "fork ÷ 1 GiB step",
-        "fork, in largest tensors",
-        "overlay",
-    ]
+    others = [name for name in HEADLINE_MEMORY if name != FORK]
+    header = ["model"] + [STRATEGY_TITLES[name] for name in HEADLINE_MEMORY]
+    header += [f"fork ÷ {STRATEGY_TITLES[name]}" for name in others]
+    header += ["fork, in largest tensors", "overlay"]
     intro = (
         "Overshoot of host + GPU memory during the move, above its value before it, in W (the "
-        "model's size; `module.to`'s is about W, so the fork's W is also the ratio of the two); "
-        "each row is one run, its cases side by side. `module.to` is what the "
-        "upstream releases do; the 1 GiB step is the fork's own `deallocate_module` with "
-        "`release_every_bytes` of 1 GiB and the fast path off, a move made the way upstream "
-        "main's fix makes it. On a discrete GPU the overshoot is host memory, filling with the "
-        "model while the GPU still holds it, so neither side holds more than W; it costs "
-        "where host and GPU share one memory. "
+        "model's size); each row is one run, its cases side by side (the median where the run "
+        "repeated a case), and the ratios are of the fork's overshoot to the others'. "
+        + "; ".join(
+            f"{STRATEGY_TITLES[name]}: {OFFLOAD_BY_NAME[name].description}"
+            for name in HEADLINE_MEMORY
+        )
+        + ". On a discrete GPU the overshoot is host memory, filling with the model while the "
+        "GPU still holds it, so neither side holds more than W; it costs where host and GPU "
+        "share one memory. "
         f"Every run, and the runs of other shapes: [the benchmarks page]({BENCHMARKS_PAGE})."
     )
     return Table(header, rows, [intro, overlay_note(marks, current)] + sources)
@@ -328,25 +337,31 @@ def offload_speed(results: Path = RESULTS) -> Table:
         mark = overlay_mark(document, current)
         found = _side_by_side(document, False, HEADLINE_SPEED)
         for cases in found:
-            fork, plain = cases["fork"], cases["upstream"]
+            fork, plain = cases[FORK], cases["upstream"]
             rows.append(
                 [
-                    model_name(fork),
-                    f"{plain['GBps']:.2f} GB/s",
-                    f"{fork['GBps']:.2f} GB/s",
-                    f"{fork['GBps'] / plain['GBps']:.1f}",
+                    model_name(fork[0]),
+                    _figure(plain, "GBps", ".2f", " GB/s"),
+                    _figure(fork, "GBps", ".2f", " GB/s"),
+                    f"{_median(fork, 'GBps') / _median(plain, 'GBps'):.1f}",
                     mark.text,
                 ]
             )
         if found:
             marks.append(mark)
             sources.append(source_note(path, document))
-    header = ["model", STRATEGY_TITLES["upstream"], "fork", "fork ÷ `module.to`", "overlay"]
+    header = [
+        "model",
+        STRATEGY_TITLES["upstream"],
+        STRATEGY_TITLES[FORK],
+        f"fork ÷ {STRATEGY_TITLES['upstream']}",
+        "overlay",
+    ]
     intro = (
         "Model size W / seconds of the move, without memory probes, the two strategies in the "
-        "same run. The fork's speed varies between runs on the same host by more than between "
-        "strategies in one run, so compare within a row. Every run: "
-        f"[the benchmarks page]({BENCHMARKS_PAGE})."
+        "same run (the median where the run repeated a case). The fork's speed varies between "
+        "runs on the same host by more than between strategies in one run, so compare within "
+        f"a row. Every run: [the benchmarks page]({BENCHMARKS_PAGE})."
     )
     return Table(header, rows, [intro, overlay_note(marks, current)] + sources)
 

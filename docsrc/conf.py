@@ -163,6 +163,8 @@ nitpick_ignore = [
     ("py:class", "int"),
     ("py:class", "None"),
     ("py:class", "_PinnedBounceMover"),
+    ("py:class", "contextlib.ExitStack"),
+    ("py:class", "ExitStack"),
 ]
 # Docstrings of the overlay's private classes name their instance attributes (set in
 # __init__, which autodoc does not list) as :attr:`name`; those stay plain text.

@@ -14,6 +14,7 @@ Directives:
 * ``.. readme-table:: offload-headline``: one of the README's headline tables, with its notes;
 * ``.. offload-results:: unprobed`` (or ``probed``): the table and source of every
   ``offload*.json`` run of that kind;
+* ``.. offload-strategies::``: the registry of offload strategies, name, label and meaning;
 * ``.. fast-path-table::``, ``.. host-heap-table::``: every case of those result files;
 * ``.. offload-step-table::``: every release step of the fork the offload runs measured;
 * ``.. result-source:: <path>``: the command that wrote a result file and the machine it ran on;
@@ -205,6 +206,25 @@ class OffloadResults(SphinxDirective):
             out.append(_paragraph(readme_tables.overlay_line(mark, current)))
             out.extend(source_nodes(relative, document, None))
         return out
+
+
+class OffloadStrategies(SphinxDirective):
+    """Every offload strategy of the benchmarks' registry (``benchmarks/strategies.py``): its
+    name, its label in the tables, and what it does."""
+
+    def run(self) -> List[nodes.Node]:
+        from strategies import OFFLOAD_STRATEGIES
+
+        self.env.note_dependency(str(REPOSITORY / "benchmarks" / "strategies.py"))
+        items = nodes.definition_list(classes=["offload-strategies"])
+        for strategy in OFFLOAD_STRATEGIES:
+            term = nodes.term()
+            term += nodes.literal(text=strategy.name)
+            definition = nodes.definition()
+            text = strategy.description
+            definition += _paragraph(f"{strategy.label}: {text[:1].upper()}{text[1:]}.")
+            items += nodes.definition_list_item("", term, definition)
+        return [items]
 
 
 class FastPathTable(_ResultDirective):
@@ -518,6 +538,7 @@ class LongLiterals(SphinxPostTransform):
 def setup(app: Sphinx) -> Dict[str, Any]:
     app.add_post_transform(LongLiterals)
     app.add_directive("supported-matrix", SupportedMatrix)
+    app.add_directive("offload-strategies", OffloadStrategies)
     app.add_directive("fast-path-table", FastPathTable)
     app.add_directive("host-heap-table", HostHeapTable)
     app.add_directive("offload-step-table", OffloadStepTable)

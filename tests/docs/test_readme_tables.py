@@ -194,9 +194,10 @@ def test_headline_rows_are_runs_that_ran_every_strategy(results: Path) -> None:
     current = tables.current_overlay_sha256()[: tables.SHORT_SHA]
     assert [
         "16 GiB many-small",
-        "1.00 W",
+        "1.000 W",
         "0.062 W",
         "0.016 W",
+        "0.02",
         "0.25",
         "32.00",
         current,
@@ -294,6 +295,12 @@ def test_host_heap_table_names_its_overlay() -> None:
             "python benchmarks/offload/run.py --out /root/out/offload.json",
             "python benchmarks/offload/run.py --out benchmarks/results/offload.json",
             id="output-folder-in-a-home",
+        ),
+        pytest.param(
+            "python benchmarks/offload/run.py --out /root/o/x.json --timing-out /root/o/y.json",
+            "python benchmarks/offload/run.py --out benchmarks/results/offload.json"
+            " --timing-out benchmarks/results/y.json",
+            id="several-files-outside-the-repository",
         ),
         pytest.param(
             "python3.12 benchmarks/build_speed.py ",
