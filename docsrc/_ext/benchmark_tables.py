@@ -27,6 +27,8 @@ strategy=fork/GBps .1f``` is the ``GBps`` of the first case of
 ``benchmarks/results/offload_timing.json`` whose ``size_gib`` is 64 and ``strategy`` is
 ``fork``, formatted with ``.1f``. A format ``GiB:.2f`` or ``MiB:.0f`` divides by that unit
 first; ``%:.1f`` multiplies by 100. ``:result:`<a> minus <b> MiB:.0f``` writes a difference.
+A figure from a file that measured another overlay than the current one, or that does not say
+which, is followed by a dagger whose tooltip says so.
 """
 
 from __future__ import annotations
@@ -484,6 +486,33 @@ def _value(srcdir: Path, reference: str, env: Any) -> Any:
     return _select(_read_json(path), selector)
 
 
+@functools.lru_cache(maxsize=None)
+def _current_overlay() -> str:
+    return readme_tables.current_overlay_sha256()
+
+
+# The mark after an inline figure whose result file does not name the current overlay.
+STALE_MARK = "\u2020"
+
+
+def _stale_marks(srcdir: Path, references: Sequence[str]) -> List[nodes.Node]:
+    """A dagger, with its reason as a tooltip, when a figure's file measured another overlay
+    or does not say which (a file without ``provenance``); nothing for the current one."""
+    reasons = []
+    for reference in references:
+        stem = reference.partition("/")[0]
+        document = _read_json(_repository(srcdir) / RESULTS / f"{stem}.json")
+        mark = readme_tables.overlay_mark(document, _current_overlay())
+        if not mark.current:
+            reasons.append(f"{stem}.json: {mark.text}")
+    if not reasons:
+        return []
+    explanation = "measured on another overlay than the current one: " + "; ".join(reasons)
+    node = nodes.abbreviation(STALE_MARK, STALE_MARK, explanation=explanation)
+    node["classes"].append("stale-figure")
+    return [node]
+
+
 def result_role(
     name: str,
     rawtext: str,
@@ -505,16 +534,17 @@ def result_role(
     try:
         if len(words) >= 3 and words[1] == "minus":
             value = _value(srcdir, words[0], env) - _value(srcdir, words[2], env)
-            spec = " ".join(words[3:])
+            spec, references = " ".join(words[3:]), [words[0], words[2]]
         else:
             value = _value(srcdir, words[0], env)
-            spec = " ".join(words[1:])
+            spec, references = " ".join(words[1:]), [words[0]]
         shown = _format(value, spec) if spec else str(value)
+        marks = _stale_marks(srcdir, references)
     except (ResultError, KeyError, IndexError, TypeError, ValueError) as error:
         message = inliner.reporter.error(f":result:`{text}`: {error}", line=lineno)
         problem = inliner.problematic(rawtext, rawtext, message)
         return [problem], [message]
-    return [nodes.Text(shown)], []
+    return [nodes.Text(shown), *marks], []
 
 
 # Inline code with a word longer than this may break inside that word on a narrow screen

@@ -281,3 +281,38 @@ def test_long_inline_code_is_marked(built_html: Path) -> None:
     for code in marked:
         text = re.sub(r"<[^>]+>", "", code)
         assert max(len(word) for word in text.split()) > 28, text
+
+
+def test_figures_from_other_overlays_are_marked(built_html: Path) -> None:
+    """Each inline figure (``:result:``) drawn from a result file that does not name the
+    current overlay carries the dagger, and no other figure does: a page never passes off a
+    stale figure as a measurement of the overlay that ships."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location(
+        "readme_tables", REPOSITORY / "benchmarks" / "readme_tables.py"
+    )
+    assert spec is not None and spec.loader is not None
+    tables = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("readme_tables", tables)
+    spec.loader.exec_module(tables)
+    current = tables.current_overlay_sha256()
+
+    def stale(stem: str) -> bool:
+        path = REPOSITORY / "benchmarks" / "results" / f"{stem}.json"
+        document = json.loads(path.read_text(encoding="utf-8"))
+        return not tables.overlay_mark(document, current).current
+
+    for source in sorted(DOCSRC.rglob("*.rst")):
+        roles = re.findall(r":result:`([^`]+)`", source.read_text(encoding="utf-8"))
+        expected = 0
+        for role in roles:
+            words = role.split()
+            stems = [words[0].split("/")[0]]
+            if len(words) >= 3 and words[1] == "minus":
+                stems.append(words[2].split("/")[0])
+            expected += any(stale(stem) for stem in stems)
+        page = built_html / source.relative_to(DOCSRC).with_suffix(".html")
+        shown = page.read_text(encoding="utf-8").count('class="stale-figure"')
+        assert shown == expected, f"{page.name}: {shown} figures marked, {expected} are stale"
