@@ -263,6 +263,37 @@ def _side_by_side(
     return [cases for cases in by_model.values() if all(name in cases for name in strategies)]
 
 
+Run = Tuple[Path, Dict[str, Any], List[Dict[str, List[Dict[str, Any]]]]]
+
+
+def _headline_runs(
+    results: Path, probed: bool, strategies: Sequence[str], current: str
+) -> List[Run]:
+    """The runs that measured ``strategies`` side by side, each with its models that did.
+
+    A model measured on the current overlay shows only those runs: runs of other overlays (or
+    of none recorded) stay for the models the current overlay has not been measured on yet,
+    marked as such (:class:`OverlayMark`)."""
+    runs = []
+    for path, document in _runs(results, probed):
+        found = _side_by_side(document, probed, strategies)
+        if found:
+            runs.append((path, document, found))
+    fresh = {
+        model_name(cases[FORK][0])
+        for _, document, found in runs
+        if overlay_mark(document, current).current
+        for cases in found
+    }
+    kept = []
+    for path, document, found in runs:
+        if not overlay_mark(document, current).current:
+            found = [cases for cases in found if model_name(cases[FORK][0]) not in fresh]
+        if found:
+            kept.append((path, document, found))
+    return kept
+
+
 def _median(cases: Sequence[Dict[str, Any]], key: str) -> float:
     return float(statistics.median(case[key] for case in cases))
 
@@ -302,13 +333,11 @@ def offload_headline(results: Path = RESULTS) -> Table:
     single run's absolute bytes or seconds."""
     current = current_overlay_sha256()
     rows, marks, sources = [], [], []
-    for path, document in _runs(results, probed=True):
+    for path, document, found in _headline_runs(results, True, HEADLINE_MEMORY, current):
         mark = overlay_mark(document, current)
-        found = _side_by_side(document, True, HEADLINE_MEMORY)
         rows.extend(_memory_row(cases, mark) for cases in found)
-        if found:
-            marks.append(mark)
-            sources.append(source_note(path, document))
+        marks.append(mark)
+        sources.append(source_note(path, document))
     others = [name for name in HEADLINE_MEMORY if name != FORK]
     header = ["model"] + [STRATEGY_TITLES[name] for name in HEADLINE_MEMORY]
     header += [f"fork ÷ {STRATEGY_TITLES[name]}" for name in others]
@@ -333,9 +362,8 @@ def offload_speed(results: Path = RESULTS) -> Table:
     """GB/s of the fork against ``module.to``, and their ratio, per run that ran both."""
     current = current_overlay_sha256()
     rows, marks, sources = [], [], []
-    for path, document in _runs(results, probed=False):
+    for path, document, found in _headline_runs(results, False, HEADLINE_SPEED, current):
         mark = overlay_mark(document, current)
-        found = _side_by_side(document, False, HEADLINE_SPEED)
         for cases in found:
             fork, plain = cases[FORK], cases["upstream"]
             rows.append(
@@ -347,9 +375,8 @@ def offload_speed(results: Path = RESULTS) -> Table:
                     mark.text,
                 ]
             )
-        if found:
-            marks.append(mark)
-            sources.append(source_note(path, document))
+        marks.append(mark)
+        sources.append(source_note(path, document))
     header = [
         "model",
         STRATEGY_TITLES["upstream"],

@@ -311,3 +311,38 @@ def test_host_heap_table_names_its_overlay() -> None:
 )
 def test_portable_command(recorded: str, portable: str) -> None:
     assert tables.portable_command(recorded, "benchmarks/results/offload.json") == portable
+
+
+def test_current_overlay_runs_replace_stale_rows(results: Path) -> None:
+    """Once a model is measured on the current overlay, the headline shows that run alone for
+    it; models not yet measured again keep their older run, marked. Repeats in one run show
+    their median and range."""
+    current = tables.current_overlay_sha256()
+    fork_runs = [
+        _offload_case(size_gib=24, mix="llm", overshoot_bytes=size, overshoot_W=size / 24 / 1024**3)
+        for size in (1100 * 1024**2, 1000 * 1024**2, 1200 * 1024**2)
+    ]
+    run = {
+        "benchmark": "offload",
+        "provenance": _provenance(current),
+        "cases": [
+            _offload_case(
+                size_gib=24, mix="llm", strategy="upstream", overshoot_bytes=24 * 1024**3
+            ),
+            _offload_case(
+                size_gib=24, mix="llm", strategy="step-1GiB-plain", overshoot_bytes=2 * 1024**3
+            ),
+            *fork_runs,
+        ],
+    }
+    _write(results / "offload_headline.json", run)
+    table = tables.offload_headline(results)
+    by_model = {}
+    for row in table.rows:
+        by_model.setdefault(row[0], []).append(row)
+    assert len(by_model["24 GiB llm"]) == 1, "the stale 24 GiB run is still shown"
+    row = by_model["24 GiB llm"][0]
+    assert row[-1] == current[: tables.SHORT_SHA]
+    assert "(3 runs: " in row[3], row
+    assert by_model["3 GiB llm"][0][-1] == tables.UNKNOWN_OVERLAY
+    assert any("offload_headline.json" in note for note in table.notes)
