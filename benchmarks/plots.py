@@ -62,10 +62,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from strategies import OFFLOAD_STRATEGIES as _REGISTRY  # noqa: E402
 
 _HEADLINE_COLOURS = (PALETTE[3], PALETTE[1], PALETTE[0])
+_OTHER_COLOURS = tuple(colour for colour in PALETTE if colour not in _HEADLINE_COLOURS)
 OFFLOAD_STRATEGIES = {
-    strategy.name: (_HEADLINE_COLOURS + PALETTE[4:] + PALETTE[2:3])[index % len(PALETTE)]
-    for index, strategy in enumerate(_REGISTRY)
+    strategy.name: _HEADLINE_COLOURS[index]
+    for index, strategy in enumerate(s for s in _REGISTRY if s.headline)
 }
+OFFLOAD_STRATEGIES.update(
+    (strategy.name, _OTHER_COLOURS[index % len(_OTHER_COLOURS)])
+    for index, strategy in enumerate(s for s in _REGISTRY if not s.headline)
+)
 
 FONT_SIZE = 9.5
 
@@ -237,6 +242,19 @@ def plot_host_heap(
     return _bar_figure(ax, bars, xlabel=label, title=title, legend=legend, log_scale=log_scale)
 
 
+# After the label of a bar whose run measured another overlay than the current one, or whose
+# result file does not say which (the docs' pages explain it).
+STALE_MARK = " \u2020"
+
+
+def _marked(case: Dict[str, Any], document: Dict[str, Any]) -> Dict[str, Any]:
+    """The case, flagged when its file does not name the current overlay."""
+    from readme_tables import current_overlay_sha256, overlay_mark
+
+    stale = not overlay_mark(document, current_overlay_sha256()).current
+    return {**case, "_stale": stale}
+
+
 def _offload_bars(
     cases: Sequence[Dict[str, Any]], value: Callable[[Dict[str, Any]], float], text: str
 ) -> List[Bar]:
@@ -254,9 +272,10 @@ def _offload_bars(
             1 for other in cases if (other["size_gib"], other["mix"], other["strategy"]) == key
         )
         run = f" (run {seen[key]})" if repeats > 1 else ""
+        stale = STALE_MARK if case.get("_stale") else ""
         bars.append(
             Bar(
-                f"{case['size_gib']} GiB {case['mix']}, {case['strategy']}{run}",
+                f"{case['size_gib']} GiB {case['mix']}, {case['strategy']}{run}{stale}",
                 value(case),
                 text.format(**case, overshoot_GiB=case.get("overshoot_bytes", 0) / GiB),
                 _colour(case["strategy"], OFFLOAD_STRATEGIES, order),
@@ -288,7 +307,7 @@ def plot_offload_overshoot(
     document: Dict[str, Any] = {}
     for json_path in paths:
         loaded = _load(json_path, "offload")
-        probed = [case for case in loaded["cases"] if case.get("probes", True)]
+        probed = [_marked(case, loaded) for case in loaded["cases"] if case.get("probes", True)]
         if probed:
             cases.extend(probed)
             document = loaded
@@ -320,7 +339,9 @@ def plot_offload_speed(
     document: Dict[str, Any] = {}
     for json_path in json_paths:
         loaded = _load(json_path, "offload")
-        unprobed = [case for case in loaded["cases"] if not case.get("probes", True)]
+        unprobed = [
+            _marked(case, loaded) for case in loaded["cases"] if not case.get("probes", True)
+        ]
         if unprobed:
             cases.extend(unprobed)
             document = loaded
