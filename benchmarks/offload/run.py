@@ -271,7 +271,10 @@ def build_transformers_model(size_gib: int, mix: str) -> Any:
     kv = config.num_key_value_heads * hidden // config.num_attention_heads
     layer_bytes = 2 * (2 * hidden * hidden + 2 * kv * hidden + 3 * hidden * inner)
     embeddings = (1 if config.tie_word_embeddings else 2) * 2 * config.vocab_size * hidden
-    config.num_hidden_layers = max(1, round((size_gib * GiB - embeddings) / layer_bytes))
+    layers = max(1, round((size_gib * GiB - embeddings) / layer_bytes))
+    # Made again rather than changed: newer transformers derive per-layer settings
+    # (``layer_types``) from num_hidden_layers when the config is made.
+    config = getattr(transformers, class_name)(num_hidden_layers=layers, **arguments)
     model_class = getattr(transformers, class_name.replace("Config", "ForCausalLM"))
     with torch.device("cuda"):
         model = model_class(config)
