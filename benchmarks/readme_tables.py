@@ -309,7 +309,6 @@ def _figure(cases: Sequence[Dict[str, Any]], key: str, spec: str, unit: str) -> 
 
 # The README's offload columns (the registry's headline strategies), and the fork's own.
 HEADLINE_MEMORY = tuple(strategy.name for strategy in OFFLOAD_STRATEGIES if strategy.headline)
-HEADLINE_SPEED = ("upstream", "fork")
 FORK = "fork"
 
 
@@ -358,34 +357,30 @@ def offload_headline(results: Path = RESULTS) -> Table:
     return Table(header, rows, [intro, overlay_note(marks, current)] + sources)
 
 
+def _speed_row(cases: Dict[str, List[Dict[str, Any]]], mark: OverlayMark) -> List[str]:
+    fork = cases[FORK]
+    others = [name for name in HEADLINE_MEMORY if name != FORK]
+    row = [model_name(fork[0])]
+    row += [_figure(cases[name], "GBps", ".2f", " GB/s") for name in HEADLINE_MEMORY]
+    row += [f"{_median(fork, 'GBps') / _median(cases[name], 'GBps'):.1f}" for name in others]
+    return row + [mark.text]
+
+
 def offload_speed(results: Path = RESULTS) -> Table:
-    """GB/s of the fork against ``module.to``, and their ratio, per run that ran both."""
+    """GB/s of the fork against ``module.to`` and the 1 GiB step, and their ratios, per run
+    that timed all three."""
     current = current_overlay_sha256()
     rows, marks, sources = [], [], []
-    for path, document, found in _headline_runs(results, False, HEADLINE_SPEED, current):
+    for path, document, found in _headline_runs(results, False, HEADLINE_MEMORY, current):
         mark = overlay_mark(document, current)
-        for cases in found:
-            fork, plain = cases[FORK], cases["upstream"]
-            rows.append(
-                [
-                    model_name(fork[0]),
-                    _figure(plain, "GBps", ".2f", " GB/s"),
-                    _figure(fork, "GBps", ".2f", " GB/s"),
-                    f"{_median(fork, 'GBps') / _median(plain, 'GBps'):.1f}",
-                    mark.text,
-                ]
-            )
+        rows.extend(_speed_row(cases, mark) for cases in found)
         marks.append(mark)
         sources.append(source_note(path, document))
-    header = [
-        "model",
-        STRATEGY_TITLES["upstream"],
-        STRATEGY_TITLES[FORK],
-        f"fork ÷ {STRATEGY_TITLES['upstream']}",
-        "overlay",
-    ]
+    others = [name for name in HEADLINE_MEMORY if name != FORK]
+    header = ["model"] + [STRATEGY_TITLES[name] for name in HEADLINE_MEMORY]
+    header += [f"fork ÷ {STRATEGY_TITLES[name]}" for name in others] + ["overlay"]
     intro = (
-        "Model size W / seconds of the move, without memory probes, the two strategies in the "
+        "Model size W / seconds of the move, without memory probes, the strategies in the "
         "same run (the median where the run repeated a case). The fork's speed varies between "
         "runs on the same host by more than between strategies in one run, so compare within "
         f"a row. Every run: [the benchmarks page]({BENCHMARKS_PAGE})."

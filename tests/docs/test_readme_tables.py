@@ -210,14 +210,17 @@ def test_speed_headline_compares_within_one_run(results: Path) -> None:
         "benchmark": "offload",
         "cases": [
             _offload_case(probes=False, strategy="upstream", GBps=2.0),
+            _offload_case(probes=False, strategy="step-1GiB-plain", GBps=2.5),
             _offload_case(probes=False, GBps=17.0),
+            _offload_case(probes=False, GBps=16.0, mix="no-step-run"),
+            _offload_case(probes=False, strategy="upstream", GBps=2.0, mix="no-step-run"),
         ],
     }
     _write(results / "offload_zz_timing.json", run)
     table = tables.offload_speed(results)
-    assert ["16 GiB many-small", "2.00 GB/s", "17.00 GB/s", "8.5", "overlay unknown"] in (
-        table.rows
-    )
+    row = ["16 GiB many-small", "2.00 GB/s", "2.50 GB/s", "17.00 GB/s", "8.5", "6.8"]
+    assert row + ["overlay unknown"] in table.rows
+    assert not [row for row in table.rows if "no-step-run" in row[0]], "a row with a missing case"
     assert "From `benchmarks/results/offload_zz_timing.json`." in table.notes
 
 
