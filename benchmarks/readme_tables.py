@@ -56,7 +56,7 @@ HOST_HEAP_ROWS = tuple((case.name, case.label) for case in HOST_HEAP_CASES if ca
 # How a table marks a figure whose result file does not name the current overlay.
 UNKNOWN_OVERLAY = "overlay unknown"
 OTHER_OVERLAY = "other overlay"
-SHORT_SHA = 12
+SHORT_SHA = 8
 
 BENCHMARKS_PAGE = "docsrc/benchmarks.rst"
 
