@@ -521,6 +521,12 @@ def offload_run(document: Dict[str, Any]) -> Table:
         ]
         for case in cases
     ]
+    if any("fraction_of_copy_ceiling" in case for case in cases):
+        # Runs that measured the host's own CPU copy beside the cases give each its share.
+        header.append("share of the run's CPU-copy ceiling")
+        for row, case in zip(rows, cases):
+            share = case.get("fraction_of_copy_ceiling")
+            row.append("-" if share is None else f"{100 * share:.0f}%")
     return Table(header, rows, [])
 
 
