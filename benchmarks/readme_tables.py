@@ -183,7 +183,8 @@ def current_overlay_sha256() -> str:
         sys.path.insert(0, tools)
     from patched_wheel.provenance import overlay_sha256
 
-    return overlay_sha256()
+    current: str = overlay_sha256()
+    return current
 
 
 @dataclass(frozen=True)
@@ -331,7 +332,9 @@ def offload_headline(results: Path = RESULTS) -> Table:
     ratios measured side by side in one run: figures that hold from run to run, unlike a
     single run's absolute bytes or seconds."""
     current = current_overlay_sha256()
-    rows, marks, sources = [], [], []
+    rows: List[List[str]] = []
+    marks: List[OverlayMark] = []
+    sources: List[str] = []
     for path, document, found in _headline_runs(results, True, HEADLINE_MEMORY, current):
         mark = overlay_mark(document, current)
         rows.extend(_memory_row(cases, mark) for cases in found)
@@ -370,7 +373,9 @@ def offload_speed(results: Path = RESULTS) -> Table:
     """GB/s of the fork against ``module.to`` and the 1 GiB step, and their ratios, per run
     that timed all three."""
     current = current_overlay_sha256()
-    rows, marks, sources = [], [], []
+    rows: List[List[str]] = []
+    marks: List[OverlayMark] = []
+    sources: List[str] = []
     for path, document, found in _headline_runs(results, False, HEADLINE_MEMORY, current):
         mark = overlay_mark(document, current)
         rows.extend(_speed_row(cases, mark) for cases in found)

@@ -488,7 +488,8 @@ def _value(srcdir: Path, reference: str, env: Any) -> Any:
 
 @functools.lru_cache(maxsize=None)
 def _current_overlay() -> str:
-    return readme_tables.current_overlay_sha256()
+    current: str = readme_tables.current_overlay_sha256()
+    return current
 
 
 # The mark after an inline figure whose result file does not name the current overlay.
