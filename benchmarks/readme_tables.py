@@ -480,9 +480,10 @@ def build_speed(results: Path = RESULTS) -> Table:
         ],
     ]
     machine = machine_record(document)
+    run = run_record(document) or "the file records no `provenance`, so no revision"
     notes = [
         f"On {machine.get('cpus', '?')} CPUs, {machine.get('machine', '?')}, "
-        f"Python {machine.get('python', '?')}.",
+        f"Python {machine.get('python', '?')}; run: {run}.",
         source_note(path, document),
     ]
     return Table(["", "time"], rows, notes)
