@@ -59,6 +59,12 @@ OTHER_OVERLAY = "other overlay"
 SHORT_SHA = 8
 
 BENCHMARKS_PAGE = "docsrc/benchmarks.rst"
+# Where the README sends a reader for every run (its tables and plots exist once the docs are
+# built, so the README says so rather than linking a page GitHub cannot draw).
+EVERY_RUN = (
+    f"the docs' benchmarks page ([`{BENCHMARKS_PAGE}`]({BENCHMARKS_PAGE}); "
+    "`make -C docsrc html` draws its tables and plots)"
+)
 
 
 class ResultsError(Exception):
@@ -355,7 +361,7 @@ def offload_headline(results: Path = RESULTS) -> Table:
         + ". On a discrete GPU the overshoot is host memory, filling with the model while the "
         "GPU still holds it, so neither side holds more than W; it costs where host and GPU "
         "share one memory. "
-        f"Every run, and the runs of other shapes: [the benchmarks page]({BENCHMARKS_PAGE})."
+        f"Every run, and the runs of other shapes: {EVERY_RUN}."
     )
     return Table(header, rows, [intro, overlay_note(marks, current)] + sources)
 
@@ -388,7 +394,7 @@ def offload_speed(results: Path = RESULTS) -> Table:
         "Model size W / seconds of the move, without memory probes, the strategies in the "
         "same run (the median where the run repeated a case). The fork's speed varies between "
         "runs on the same host by more than between strategies in one run, so compare within "
-        f"a row. Every run: [the benchmarks page]({BENCHMARKS_PAGE})."
+        f"a row. Every run: {EVERY_RUN}."
     )
     return Table(header, rows, [intro, overlay_note(marks, current)] + sources)
 
