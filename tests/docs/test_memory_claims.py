@@ -179,3 +179,23 @@ def test_readme_sends_docs_builders_to_the_docs_requirements() -> None:
     text = README.read_text(encoding="utf-8")
     section = text[text.index("## Documentation") :]
     assert "docsrc/requirements.txt" in section.split("## ", 2)[1]
+
+
+SIZES = (
+    "about 2 W + F",
+    "about 2 W + workspace",
+    "about 4 W + F + workspace",
+    "2 to 3 W + F",
+    "3 to 4 W + F + workspace",
+    "W + the largest tensor",
+)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_readme_and_docs_size_alike(size: str) -> None:
+    """The README's sizing table and the memory page's give the same multiples of W."""
+    readme = re.sub(r"\s+", " ", README.read_text(encoding="utf-8"))
+    page = re.sub(r"\s+", " ", SIZING_PAGE.read_text(encoding="utf-8"))
+    page = page.replace("W + largest", "W + the largest tensor")
+    assert size in readme, f"README.md's sizing table lacks {size!r}"
+    assert size in page, f"the memory page's sizing table lacks {size!r}"
