@@ -185,8 +185,13 @@ def _bar_figure(
 
 
 def _machine(document: Dict[str, Any], *keys: str) -> str:
-    machine = document.get("machine", {})
-    return ", ".join(str(machine[key]) for key in keys if machine.get(key) not in (None, ""))
+    """The first of ``keys`` the file's machine record has (its ``provenance.host``, or the
+    older ``machine`` field), e.g. ``_machine(document, "device", "gpu")``."""
+    from readme_tables import machine_record
+
+    machine = machine_record(document)
+    found = [str(machine[key]) for key in keys if machine.get(key) not in (None, "")]
+    return found[0] if found else "?"
 
 
 def plot_host_heap(
@@ -233,9 +238,9 @@ def plot_host_heap(
         )
     repeats = document.get("settings", {}).get("repeats", "?")
     title = (
-        f"Host heap after a builder-like burst ({_machine(document, 'cpu_model')}, "
-        f"{document.get('machine', {}).get('cpu_cores', '?')} cores, "
-        f"glibc {document.get('machine', {}).get('glibc', '?')}; median of {repeats})"
+        f"Host heap after a builder-like burst ({_machine(document, 'cpu', 'cpu_model')}, "
+        f"{_machine(document, 'cpus', 'cpu_cores')} CPUs, "
+        f"glibc {_machine(document, 'glibc')}; median of {repeats})"
     )
     legend = [(f"{size:g} GiB burst", colours[size]) for size in sizes]
     logger.debug("plotted %s from %s", metric, json_path)
@@ -314,7 +319,9 @@ def plot_offload_overshoot(
     bars = _offload_bars(
         cases, lambda case: case["overshoot_W"], "{overshoot_GiB:.2f} GiB ({overshoot_W:.3f} W)"
     )
-    title = f"Host + GPU memory above the start of the offload ({_machine(document, 'gpu')})"
+    title = (
+        f"Host + GPU memory above the start of the offload ({_machine(document, 'device', 'gpu')})"
+    )
     return _bar_figure(ax, bars, xlabel="overshoot (multiples of the model size W)", title=title)
 
 
@@ -346,7 +353,7 @@ def plot_offload_speed(
             cases.extend(unprobed)
             document = loaded
     bars = _offload_bars(cases, lambda case: case["GBps"], "{GBps:.2f} GB/s, {seconds:.1f} s")
-    title = f"Speed of the offload, runs without probes ({_machine(document, 'gpu')})"
+    title = f"Speed of the offload, runs without probes ({_machine(document, 'device', 'gpu')})"
     return _bar_figure(ax, bars, xlabel="GB/s (model size W / seconds of the move)", title=title)
 
 
@@ -370,6 +377,6 @@ def plot_fast_path_ceilings(
         for index, (path, per_size) in enumerate(speeds.items())
         for size, speed in per_size.items()
     ]
-    title = f"Copy paths from GPU into new host memory ({_machine(document, 'gpu')})"
+    title = f"Copy paths from GPU into new host memory ({_machine(document, 'device', 'gpu')})"
     logger.debug("plotted %d copy paths from %s", len(paths), json_path)
     return _bar_figure(ax, bars, xlabel="GB/s", title=title)

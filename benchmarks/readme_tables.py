@@ -459,7 +459,8 @@ def _host_heap_intro(burst_bytes: int, document: Dict[str, Any]) -> str:
         "blocks apart and return it at its free), then freed; burst 2: the same again in the same "
         "process, as a second engine build would run. Burst 2 reuses what the allocator kept "
         "and faults in again what it gave back. Medians of "
-        f"{settings.get('repeats', '?')} repeats on {machine.get('cpu_cores', '?')} cores, "
+        f"{settings.get('repeats', '?')} repeats on "
+        f"{machine.get('cpus') or machine.get('cpu_cores') or '?'} CPUs, "
         f"glibc {machine.get('glibc', '?')}."
     )
 
