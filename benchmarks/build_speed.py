@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import harness  # noqa: E402  (benchmarks/harness.py: provenance and the atomic save)
 from patched_wheel.base import read_base  # noqa: E402
 from patched_wheel.build import build_patched_wheel  # noqa: E402
-from patched_wheel.download import BaseRequest, pip_download  # noqa: E402
+from patched_wheel.download import pip_download  # noqa: E402
 from patched_wheel.lock import load_lock  # noqa: E402
 from patched_wheel.matrix import build_matrix, requests_for  # noqa: E402
 from patched_wheel.overlay import read_overlay  # noqa: E402
@@ -49,6 +49,7 @@ from patched_wheel.policy import (  # noqa: E402
     PYTHONS,
     SUPPORTED_RELEASES,
 )
+from patched_wheel.request import BaseRequest  # noqa: E402
 from patched_wheel.resolve import ensure_cached  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "build_speed.json"

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -54,18 +56,23 @@ HOST_HEAP_METRICS = {
     "warm_burst_s": ("time of burst 2 (s)", 1.0),
 }
 
-# Order and colours of the offload strategies, upstream's first; others get the palette's rest.
-OFFLOAD_STRATEGIES = {
-    "upstream": PALETTE[3],
-    "step-1GiB-plain": PALETTE[1],
-    "fork-plain": PALETTE[4],
-    "fork": PALETTE[0],
-    "fork-step-0": PALETTE[6],
-    "fork-step-64MiB": PALETTE[2],
-    "fork-step-256MiB": PALETTE[5],
-}
+# Colours of the offload strategies, in the registry's order (benchmarks/strategies.py): the
+# README's headline strategies first, each with a colour of its own.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from strategies import OFFLOAD_STRATEGIES as _REGISTRY  # noqa: E402
 
-FONT_SIZE = 8.5
+_HEADLINE_COLOURS = (PALETTE[3], PALETTE[1], PALETTE[0])
+_OTHER_COLOURS = tuple(colour for colour in PALETTE if colour not in _HEADLINE_COLOURS)
+OFFLOAD_STRATEGIES = {
+    strategy.name: _HEADLINE_COLOURS[index]
+    for index, strategy in enumerate(s for s in _REGISTRY if s.headline)
+}
+OFFLOAD_STRATEGIES.update(
+    (strategy.name, _OTHER_COLOURS[index % len(_OTHER_COLOURS)])
+    for index, strategy in enumerate(s for s in _REGISTRY if not s.headline)
+)
+
+FONT_SIZE = 9.5
 
 
 @dataclass(frozen=True)
@@ -117,6 +124,13 @@ def _significant(value: float) -> str:
     return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
 
 
+# Width of every plot, in inches: narrow enough that a phone shows it whole at a readable
+# size (the docs fit it to the column), wide enough for the longest label above its bar.
+FIGURE_WIDTH = 5.0
+# Characters per line of a title or an axis label at that width.
+TITLE_WIDTH = 58
+
+
 def _bar_figure(
     ax: Optional[Union[Axes, Figure]],
     bars: Sequence[Bar],
@@ -126,26 +140,40 @@ def _bar_figure(
     legend: Sequence[Tuple[str, str]] = (),
     log_scale: bool = False,
 ) -> FigureBase:
-    """Horizontal bars from the top down, each with its text beside it; one legend entry per
-    ``(name, colour)``."""
-    figure, axes = _figure_and_axes(ax, (6.4, 1.2 + 0.3 * len(bars)))
-    positions = list(range(len(bars)))[::-1]
+    """Horizontal bars from the top down, each with its label above it and its figure beside
+    it; one legend entry per ``(name, colour)``.
+
+    Labels sit above the bars rather than left of the axis, so the figure stays narrow enough
+    to read whole on a phone, however long the labels are.
+    """
+    figure, axes = _figure_and_axes(ax, (FIGURE_WIDTH, 1.3 + 0.42 * len(bars)))
+    positions = [float(index) for index in range(len(bars))][::-1]
     drawn = axes.barh(
-        positions, [bar.value for bar in bars], color=[bar.colour for bar in bars], height=0.7
+        positions, [bar.value for bar in bars], color=[bar.colour for bar in bars], height=0.45
     )
     axes.bar_label(drawn, labels=[bar.text for bar in bars], fontsize=FONT_SIZE, padding=3)
-    axes.set_yticks(positions)
-    axes.set_yticklabels([bar.label for bar in bars], fontsize=FONT_SIZE)
+    for position, bar in zip(positions, bars):
+        axes.annotate(
+            bar.label,
+            (0, position + 0.25),
+            xycoords=("axes fraction", "data"),
+            xytext=(3, 0),
+            textcoords="offset points",
+            fontsize=FONT_SIZE,
+            va="bottom",
+        )
+    axes.set_yticks([])
+    axes.set_ylim(-0.6, len(bars) - 0.1)
     axes.tick_params(axis="x", labelsize=FONT_SIZE)
-    axes.set_xlabel(xlabel, fontsize=FONT_SIZE)
+    axes.set_xlabel("\n".join(textwrap.wrap(xlabel, TITLE_WIDTH)), fontsize=FONT_SIZE)
     largest = max((bar.value for bar in bars), default=1.0)
     if log_scale:
         axes.set_xscale("log")
         smallest = min((bar.value for bar in bars if bar.value > 0), default=largest)
-        axes.set_xlim(smallest / 3, largest * 30)
+        axes.set_xlim(smallest / 3, largest * 60)
     else:
-        axes.set_xlim(0, largest * 1.5)
-    axes.set_title(title, fontsize=FONT_SIZE + 0.5)
+        axes.set_xlim(0, largest * 1.6)
+    axes.set_title("\n".join(textwrap.wrap(title, TITLE_WIDTH)), fontsize=FONT_SIZE + 0.5)
     if legend:
         from matplotlib.patches import Patch
 
@@ -157,8 +185,13 @@ def _bar_figure(
 
 
 def _machine(document: Dict[str, Any], *keys: str) -> str:
-    machine = document.get("machine", {})
-    return ", ".join(str(machine[key]) for key in keys if machine.get(key) not in (None, ""))
+    """The first of ``keys`` the file's machine record has (its ``provenance.host``, or the
+    older ``machine`` field), e.g. ``_machine(document, "device", "gpu")``."""
+    from readme_tables import machine_record
+
+    machine = machine_record(document)
+    found = [str(machine[key]) for key in keys if machine.get(key) not in (None, "")]
+    return found[0] if found else "?"
 
 
 def plot_host_heap(
@@ -205,13 +238,26 @@ def plot_host_heap(
         )
     repeats = document.get("settings", {}).get("repeats", "?")
     title = (
-        f"Host heap after a builder-like burst ({_machine(document, 'cpu_model')}, "
-        f"{document.get('machine', {}).get('cpu_cores', '?')} cores, "
-        f"glibc {document.get('machine', {}).get('glibc', '?')}; median of {repeats})"
+        f"Host heap after a builder-like burst ({_machine(document, 'cpu', 'cpu_model')}, "
+        f"{_machine(document, 'cpus', 'cpu_cores')} CPUs, "
+        f"glibc {_machine(document, 'glibc')}; median of {repeats})"
     )
     legend = [(f"{size:g} GiB burst", colours[size]) for size in sizes]
     logger.debug("plotted %s from %s", metric, json_path)
     return _bar_figure(ax, bars, xlabel=label, title=title, legend=legend, log_scale=log_scale)
+
+
+# After the label of a bar whose run measured another overlay than the current one, or whose
+# result file does not say which (the docs' pages explain it).
+STALE_MARK = " \u2020"
+
+
+def _marked(case: Dict[str, Any], document: Dict[str, Any]) -> Dict[str, Any]:
+    """The case, flagged when its file does not name the current overlay."""
+    from readme_tables import current_overlay_sha256, overlay_mark
+
+    stale = not overlay_mark(document, current_overlay_sha256()).current
+    return {**case, "_stale": stale}
 
 
 def _offload_bars(
@@ -231,9 +277,10 @@ def _offload_bars(
             1 for other in cases if (other["size_gib"], other["mix"], other["strategy"]) == key
         )
         run = f" (run {seen[key]})" if repeats > 1 else ""
+        stale = STALE_MARK if case.get("_stale") else ""
         bars.append(
             Bar(
-                f"{case['size_gib']} GiB {case['mix']}, {case['strategy']}{run}",
+                f"{case['size_gib']} GiB {case['mix']}, {case['strategy']}{run}{stale}",
                 value(case),
                 text.format(**case, overshoot_GiB=case.get("overshoot_bytes", 0) / GiB),
                 _colour(case["strategy"], OFFLOAD_STRATEGIES, order),
@@ -265,14 +312,16 @@ def plot_offload_overshoot(
     document: Dict[str, Any] = {}
     for json_path in paths:
         loaded = _load(json_path, "offload")
-        probed = [case for case in loaded["cases"] if case.get("probes", True)]
+        probed = [_marked(case, loaded) for case in loaded["cases"] if case.get("probes", True)]
         if probed:
             cases.extend(probed)
             document = loaded
     bars = _offload_bars(
         cases, lambda case: case["overshoot_W"], "{overshoot_GiB:.2f} GiB ({overshoot_W:.3f} W)"
     )
-    title = f"Host + GPU memory above the start of the offload ({_machine(document, 'gpu')})"
+    title = (
+        f"Host + GPU memory above the start of the offload ({_machine(document, 'device', 'gpu')})"
+    )
     return _bar_figure(ax, bars, xlabel="overshoot (multiples of the model size W)", title=title)
 
 
@@ -297,12 +346,14 @@ def plot_offload_speed(
     document: Dict[str, Any] = {}
     for json_path in json_paths:
         loaded = _load(json_path, "offload")
-        unprobed = [case for case in loaded["cases"] if not case.get("probes", True)]
+        unprobed = [
+            _marked(case, loaded) for case in loaded["cases"] if not case.get("probes", True)
+        ]
         if unprobed:
             cases.extend(unprobed)
             document = loaded
     bars = _offload_bars(cases, lambda case: case["GBps"], "{GBps:.2f} GB/s, {seconds:.1f} s")
-    title = f"Speed of the offload, runs without probes ({_machine(document, 'gpu')})"
+    title = f"Speed of the offload, runs without probes ({_machine(document, 'device', 'gpu')})"
     return _bar_figure(ax, bars, xlabel="GB/s (model size W / seconds of the move)", title=title)
 
 
@@ -326,6 +377,6 @@ def plot_fast_path_ceilings(
         for index, (path, per_size) in enumerate(speeds.items())
         for size, speed in per_size.items()
     ]
-    title = f"Copy paths from GPU into new host memory ({_machine(document, 'gpu')})"
+    title = f"Copy paths from GPU into new host memory ({_machine(document, 'device', 'gpu')})"
     logger.debug("plotted %d copy paths from %s", len(paths), json_path)
     return _bar_figure(ax, bars, xlabel="GB/s", title=title)

@@ -10,8 +10,15 @@ Each table sits in ``README.md`` between ``<!-- results:NAME:start -->`` and
 result file holds (a new model or strategy in ``offload*.json`` becomes a new row or cell), and
 each block ends with the file it comes from and the command that wrote it, so no figure in the
 README is typed by hand. ``tests/docs/test_readme_tables.py`` fails when the README differs
-from what this module makes of the results. The docs show the same tables
-(``docsrc/_ext/benchmark_tables.py``, directive ``readme-table``).
+from what this module makes of the results.
+
+This is the one way from a result file to a table: the docs' extension
+(``docsrc/_ext/benchmark_tables.py``) renders the same :class:`Table` objects, the README's
+headline tables (:data:`TABLES`) and the tables of every run that only the docs show
+(:func:`offload_run`, :func:`host_heap_cases`, :func:`fast_path_ceilings`,
+:func:`offload_steps`). Every table says which overlay its figures measured, from each result
+file's ``provenance`` (:class:`OverlayMark`): a file that records an overlay other than the
+current one, or none, is marked so.
 
 The table of supported releases (``<!-- supported-matrix:... -->``) is not written here but by
 ``python tools/patched_wheel matrix --update-docs``, which builds the wheels it lists.
@@ -24,6 +31,7 @@ import json
 import logging
 import re
 import shlex
+import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,19 +46,24 @@ README = REPOSITORY / "README.md"
 GiB = 1024**3
 MiB = 1024**2
 
-# The offload strategies the headline tables compare, in column order, with their meaning.
-STRATEGY_COLUMNS = (
-    ("upstream", "upstream releases (`module.to`)"),
-    ("step-1GiB-plain", "upstream main (1 GiB step)"),
-    ("fork", "this fork"),
-    ("fork-plain", "this fork, fast path off"),
-)
+# The strategies and host-heap cases, their labels and which are the README's: one registry.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from strategies import HOST_HEAP_CASES, OFFLOAD_BY_NAME, OFFLOAD_STRATEGIES  # noqa: E402
 
-# The host-heap cases of the README's table, in row order, with their meaning.
-HOST_HEAP_ROWS = (
-    ("upstream", "upstream releases (no trim)"),
-    ("fork", "this fork (`trim_host_heap`)"),
-    ("mmap_threshold", "closest peer: `MALLOC_MMAP_THRESHOLD_`"),
+STRATEGY_TITLES = {strategy.name: strategy.label for strategy in OFFLOAD_STRATEGIES}
+HOST_HEAP_ROWS = tuple((case.name, case.label) for case in HOST_HEAP_CASES if case.headline)
+
+# How a table marks a figure whose result file does not name the current overlay.
+UNKNOWN_OVERLAY = "overlay unknown"
+OTHER_OVERLAY = "other overlay"
+SHORT_SHA = 8
+
+BENCHMARKS_PAGE = "docsrc/benchmarks.rst"
+# Where the README sends a reader for every run (its tables and plots exist once the docs are
+# built, so the README says so rather than linking a page GitHub cannot draw).
+EVERY_RUN = (
+    f"the docs' benchmarks page ([`{BENCHMARKS_PAGE}`]({BENCHMARKS_PAGE}); "
+    "`make -C docsrc html` draws its tables and plots)"
 )
 
 
@@ -65,6 +78,7 @@ class Table:
     header: Sequence[str]
     rows: Sequence[Sequence[str]]
     notes: Sequence[str]
+    numeric_from: int = 1  # columns from this one on are numbers, right-aligned
 
 
 # -- reading the results -----------------------------------------------------------------------
@@ -103,6 +117,11 @@ def portable_command(command: str, out_file: Optional[str] = None) -> str:
     words = shlex.split(command)
     if words and re.search(r"(^|/)python[0-9.]*$", words[0]):
         words[0] = "python"
+    # Other files the run wrote outside the repository land beside it in benchmarks/results.
+    words[1:] = [
+        f"benchmarks/results/{Path(word).name}" if re.match(r"^/.*\.(json|log)$", word) else word
+        for word in words[1:]
+    ]
     if "--out" in words and out_file not in words:  # a run writing several files names each
         index = words.index("--out")
         if out_file is None:
@@ -112,10 +131,43 @@ def portable_command(command: str, out_file: Optional[str] = None) -> str:
     return " ".join(shlex.quote(word) for word in words)
 
 
+def _provenance(document: Dict[str, Any]) -> Dict[str, Any]:
+    provenance = document.get("provenance")
+    return provenance if isinstance(provenance, dict) else {}
+
+
+def recorded_command(document: Dict[str, Any]) -> Optional[str]:
+    """The command line that wrote a result file: its ``provenance``'s, else the older
+    top-level ``command`` field."""
+    command = _provenance(document).get("command") or document.get("command")
+    return command if isinstance(command, str) and command else None
+
+
+def machine_record(document: Dict[str, Any]) -> Dict[str, Any]:
+    """What a result file says of its machine: the ``provenance``'s ``host`` over the older
+    ``machine`` field."""
+    host = _provenance(document).get("host")
+    return {**document.get("machine", {}), **(host if isinstance(host, dict) else {})}
+
+
+def run_record(document: Dict[str, Any]) -> str:
+    """When and from which revision a result file was written, from its ``provenance``
+    (empty for a file without one)."""
+    provenance = _provenance(document)
+    parts = []
+    if provenance.get("date"):
+        parts.append(str(provenance["date"]))
+    revision = provenance.get("revision")
+    if isinstance(revision, str) and revision:
+        dirty = {True: ", with uncommitted changes", None: ""}.get(provenance.get("dirty"), "")
+        parts.append(f"revision {revision[:SHORT_SHA]}{dirty}")
+    return ", ".join(parts)
+
+
 def source_note(path: Path, document: Dict[str, Any]) -> str:
     """``From `benchmarks/results/x.json`, written by `<command>`.`` for the note of a table."""
     relative = f"benchmarks/results/{path.name}"  # its place in the repository
-    command = document.get("command")
+    command = recorded_command(document)
     if not command:
         return f"From `{relative}`."
     return f"From `{relative}`, written by `{portable_command(command, relative)}`."
@@ -126,91 +178,234 @@ def model_name(case: Dict[str, Any]) -> str:
     return f"{case['size_gib']} GiB {case['mix']}"
 
 
-def _groups(cases: Sequence[Dict[str, Any]]) -> List[str]:
-    groups: List[str] = []
-    for case in cases:
-        if model_name(case) not in groups:
-            groups.append(model_name(case))
-    return groups
+# -- which overlay a figure measured -----------------------------------------------------------
 
 
-def _strategy_table(
-    cases: Sequence[Dict[str, Any]], cell: Callable[[List[Dict[str, Any]]], str]
-) -> List[List[str]]:
-    """One row per model, one cell per strategy column: ``cell`` of that model's cases."""
-    rows = []
-    for group in _groups(cases):
-        row = [group]
-        for strategy, _ in STRATEGY_COLUMNS:
-            found = [c for c in cases if model_name(c) == group and c["strategy"] == strategy]
-            row.append(cell(found) if found else "not run")
-        rows.append(row)
-    return rows
+def current_overlay_sha256() -> str:
+    """The sha256 of the overlay in this checkout, as the build and the benchmarks compute it
+    (``patched_wheel.provenance``), so that a table and a result file compare the same value."""
+    tools = str(REPOSITORY / "tools")
+    if tools not in sys.path:
+        sys.path.insert(0, tools)
+    from patched_wheel.provenance import overlay_sha256
+
+    current: str = overlay_sha256()
+    return current
 
 
-# -- the tables --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class OverlayMark:
+    """The overlay a result file measured (``None``: the file records no ``provenance``) and
+    whether it is the overlay of this checkout."""
+
+    sha256: Optional[str]
+    current: bool
+
+    @property
+    def text(self) -> str:
+        """The short sha256, marked when it is not the current overlay's."""
+        if self.sha256 is None:
+            return UNKNOWN_OVERLAY
+        short = self.sha256[:SHORT_SHA]
+        return short if self.current else f"{short} ({OTHER_OVERLAY})"
 
 
-def _offload_cases(
-    results: Path, probed: bool
-) -> Tuple[List[Dict[str, Any]], List[str], Dict[str, Any]]:
-    """The probed (or unprobed) cases of every offload file, the files' source notes, and the
-    machine of the last file that had any."""
-    cases: List[Dict[str, Any]] = []
-    notes: List[str] = []
-    machine: Dict[str, Any] = {}
+def overlay_mark(document: Dict[str, Any], current: str) -> OverlayMark:
+    """The overlay a result file names in its ``provenance``, against the current one."""
+    provenance = document.get("provenance")
+    recorded = provenance.get("overlay_sha256") if isinstance(provenance, dict) else None
+    if not isinstance(recorded, str) or not recorded:
+        return OverlayMark(None, False)
+    return OverlayMark(recorded, recorded == current)
+
+
+def overlay_note(marks: Sequence[OverlayMark], current: str) -> str:
+    """What the overlay column (or line) means, and whether any figure measured another one."""
+    note = (
+        f"Overlay: the first {SHORT_SHA} hex digits of the sha256 of "
+        "`py/torch_tensorrt/dynamo/utils.py` that the run's result file records in its "
+        f"`provenance`; the current overlay is {current[:SHORT_SHA]}."
+    )
+    if any(mark.sha256 is None for mark in marks):
+        note += f' "{UNKNOWN_OVERLAY}": the file records none, so the run may predate it.'
+    if any(mark.sha256 is not None and not mark.current for mark in marks):
+        note += f' "{OTHER_OVERLAY}": measured on an overlay that is not the current one.'
+    return note
+
+
+def overlay_line(mark: OverlayMark, current: str) -> str:
+    """One sentence naming the overlay of a table drawn from a single run."""
+    if mark.current:
+        return f"Overlay of this run: {mark.text}, the current one."
+    if mark.sha256 is None:
+        return (
+            f"Overlay of this run: {UNKNOWN_OVERLAY} (its result file records no `provenance`, "
+            f"so it may predate the current overlay, {current[:SHORT_SHA]})."
+        )
+    return f"Overlay of this run: {mark.text}; the current one is {current[:SHORT_SHA]}."
+
+
+# -- the README's headline tables --------------------------------------------------------------
+
+
+def _runs(results: Path, probed: bool) -> List[Tuple[Path, Dict[str, Any]]]:
+    """The offload files holding probed (or unprobed) cases, each with its document."""
+    runs = []
     for path in offload_files(results):
         document = read_result(path)
-        found = [case for case in document["cases"] if case.get("probes", True) == probed]
+        if any(case.get("probes", True) == probed for case in document["cases"]):
+            runs.append((path, document))
+    return runs
+
+
+def _side_by_side(
+    document: Dict[str, Any], probed: bool, strategies: Sequence[str]
+) -> List[Dict[str, List[Dict[str, Any]]]]:
+    """Per model of one run, its cases of each strategy (several where the run repeated a
+    case); only models that ran them all, so that every figure of a row comes from one run."""
+    by_model: Dict[str, Dict[str, List[Dict[str, Any]]]] = {}
+    for case in document["cases"]:
+        if case.get("probes", True) == probed:
+            by_model.setdefault(model_name(case), {}).setdefault(case["strategy"], []).append(case)
+    return [cases for cases in by_model.values() if all(name in cases for name in strategies)]
+
+
+Run = Tuple[Path, Dict[str, Any], List[Dict[str, List[Dict[str, Any]]]]]
+
+
+def _headline_runs(
+    results: Path, probed: bool, strategies: Sequence[str], current: str
+) -> List[Run]:
+    """The runs that measured ``strategies`` side by side, each with its models that did.
+
+    A model measured on the current overlay shows only those runs: runs of other overlays (or
+    of none recorded) stay for the models the current overlay has not been measured on yet,
+    marked as such (:class:`OverlayMark`)."""
+    runs = []
+    for path, document in _runs(results, probed):
+        found = _side_by_side(document, probed, strategies)
         if found:
-            cases.extend(found)
-            notes.append(source_note(path, document))
-            machine = document.get("machine", machine)
-    return cases, notes, machine
+            runs.append((path, document, found))
+    fresh = {
+        model_name(cases[FORK][0])
+        for _, document, found in runs
+        if overlay_mark(document, current).current
+        for cases in found
+    }
+    kept = []
+    for path, document, found in runs:
+        if not overlay_mark(document, current).current:
+            found = [cases for cases in found if model_name(cases[FORK][0]) not in fresh]
+        if found:
+            kept.append((path, document, found))
+    return kept
 
 
-def offload_memory(results: Path = RESULTS) -> Table:
-    """Host + GPU overshoot of the offload, per model and strategy, from every probed
-    ``offload*.json`` run; a case measured in more than one file shows each run."""
-    cases, sources, machine = _offload_cases(results, probed=True)
+def _median(cases: Sequence[Dict[str, Any]], key: str) -> float:
+    return float(statistics.median(case[key] for case in cases))
 
-    def cell(found: List[Dict[str, Any]]) -> str:
-        return "; ".join(
-            f"{case['overshoot_bytes'] / GiB:.2f} GiB ({case['overshoot_W']:.3f} W)"
-            for case in found
-        )
 
-    header = ["model"] + [title for _, title in STRATEGY_COLUMNS]
-    notes = [
-        "Host anonymous RSS + GPU memory in use at its peak during the move, above its value "
-        f"before the move (W: the model's size); {machine.get('gpu', '?')}, "
-        f"torch {machine.get('torch', '?')}."
+def _figure(cases: Sequence[Dict[str, Any]], key: str, spec: str, unit: str) -> str:
+    """The median of a strategy's runs in one file; with several, their range too."""
+    shown = f"{format(_median(cases, key), spec)}{unit}"
+    if len(cases) == 1:
+        return shown
+    low, high = min(case[key] for case in cases), max(case[key] for case in cases)
+    return f"{shown} ({len(cases)} runs: {format(low, spec)}-{format(high, spec)})"
+
+
+# The README's offload columns (the registry's headline strategies), and the fork's own.
+HEADLINE_MEMORY = tuple(strategy.name for strategy in OFFLOAD_STRATEGIES if strategy.headline)
+FORK = "fork"
+
+
+def _memory_row(cases: Dict[str, List[Dict[str, Any]]], mark: OverlayMark) -> List[str]:
+    fork = cases[FORK]
+    others = [name for name in HEADLINE_MEMORY if name != FORK]
+    row = [model_name(fork[0])]
+    row += [_figure(cases[name], "overshoot_W", ".3f", " W") for name in HEADLINE_MEMORY]
+    row += [
+        f"{_median(fork, 'overshoot_bytes') / _median(cases[name], 'overshoot_bytes'):.2f}"
+        for name in others
     ]
-    return Table(header, _strategy_table(cases, cell), notes + sources)
+    largest = fork[0]["largest_tensor_bytes"]
+    row += [f"{_median(fork, 'overshoot_bytes') / largest:.2f}", mark.text]
+    return row
+
+
+def offload_headline(results: Path = RESULTS) -> Table:
+    """The offload's overshoot, of the fork against ``module.to`` and the 1 GiB step, as
+    ratios measured side by side in one run: figures that hold from run to run, unlike a
+    single run's absolute bytes or seconds."""
+    current = current_overlay_sha256()
+    rows: List[List[str]] = []
+    marks: List[OverlayMark] = []
+    sources: List[str] = []
+    for path, document, found in _headline_runs(results, True, HEADLINE_MEMORY, current):
+        mark = overlay_mark(document, current)
+        rows.extend(_memory_row(cases, mark) for cases in found)
+        marks.append(mark)
+        sources.append(source_note(path, document))
+    others = [name for name in HEADLINE_MEMORY if name != FORK]
+    header = ["model"] + [STRATEGY_TITLES[name] for name in HEADLINE_MEMORY]
+    header += [f"fork ÷ {STRATEGY_TITLES[name]}" for name in others]
+    header += ["fork, in largest tensors", "overlay"]
+    intro = (
+        "Overshoot of host + GPU memory during the move, above its value before it, in W (the "
+        "model's size); each row is one run, its cases side by side (the median where the run "
+        "repeated a case), and the ratios are of the fork's overshoot to the others'. "
+        + "; ".join(
+            f"{STRATEGY_TITLES[name]}: {OFFLOAD_BY_NAME[name].description}"
+            for name in HEADLINE_MEMORY
+        )
+        + ". On a discrete GPU the overshoot is host memory, filling with the model while the "
+        "GPU still holds it, so neither side holds more than W; it costs where host and GPU "
+        "share one memory. "
+        f"Every run, and the runs of other shapes: {EVERY_RUN}."
+    )
+    return Table(header, rows, [intro, overlay_note(marks, current)] + sources)
+
+
+def _speed_row(cases: Dict[str, List[Dict[str, Any]]], mark: OverlayMark) -> List[str]:
+    fork = cases[FORK]
+    others = [name for name in HEADLINE_MEMORY if name != FORK]
+    row = [model_name(fork[0])]
+    row += [_figure(cases[name], "GBps", ".2f", " GB/s") for name in HEADLINE_MEMORY]
+    row += [f"{_median(fork, 'GBps') / _median(cases[name], 'GBps'):.1f}" for name in others]
+    return row + [mark.text]
 
 
 def offload_speed(results: Path = RESULTS) -> Table:
-    """GB/s of the offload per model and strategy, from every unprobed ``offload*.json`` run.
-
-    A case measured in several files shows every run, in file-name order, so that the spread
-    between runs stays visible instead of one run standing for all.
-    """
-    cases, sources, _ = _offload_cases(results, probed=False)
-
-    def cell(found: List[Dict[str, Any]]) -> str:
-        return ", ".join(f"{case['GBps']:.2f}" for case in found) + " GB/s"
-
-    header = ["model"] + [title for _, title in STRATEGY_COLUMNS]
+    """GB/s of the fork against ``module.to`` and the 1 GiB step, and their ratios, per run
+    that timed all three."""
+    current = current_overlay_sha256()
+    rows: List[List[str]] = []
+    marks: List[OverlayMark] = []
+    sources: List[str] = []
+    for path, document, found in _headline_runs(results, False, HEADLINE_MEMORY, current):
+        mark = overlay_mark(document, current)
+        rows.extend(_speed_row(cases, mark) for cases in found)
+        marks.append(mark)
+        sources.append(source_note(path, document))
+    others = [name for name in HEADLINE_MEMORY if name != FORK]
+    header = ["model"] + [STRATEGY_TITLES[name] for name in HEADLINE_MEMORY]
+    header += [f"fork ÷ {STRATEGY_TITLES[name]}" for name in others] + ["overlay"]
     intro = (
-        "Model size W / seconds of the move, runs without memory probes; where a case ran "
-        "more than once, each run is shown, in the order of the files below."
+        "Model size W / seconds of the move, without memory probes, the strategies in the "
+        "same run (the median where the run repeated a case). The fork's speed varies between "
+        "runs on the same host by more than between strategies in one run, so compare within "
+        f"a row. Every run: {EVERY_RUN}."
     )
-    return Table(header, _strategy_table(cases, cell), [intro] + sources)
+    return Table(header, rows, [intro, overlay_note(marks, current)] + sources)
 
 
 def _kept(median: Dict[str, Any], key: str, burst_bytes: int) -> str:
     kept = median[key]
     return f"{kept / GiB:.3f} GiB ({100 * kept / burst_bytes:.2f}%)"
+
+
+def _number(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def _seconds(value: Optional[float]) -> str:
@@ -232,40 +427,40 @@ def host_heap(results: Path = RESULTS) -> Table:
         rows.append(
             [
                 title,
-                _kept(median, "first_kept_after_trim", burst_bytes),
-                _kept(median, "kept_after_trim", burst_bytes),
+                f"{_kept(median, 'first_kept_after_trim', burst_bytes)} / "
+                f"{_kept(median, 'kept_after_trim', burst_bytes)}",
                 f"{_seconds(median['first_trim_s'])} / {_seconds(median['trim_s'])}",
-                _seconds(median["burst_s"]),
-                _seconds(median["warm_burst_s"]),
+                f"{_seconds(median['burst_s'])} / {_seconds(median['warm_burst_s'])}",
             ]
         )
-    header = [
-        "",
-        "RSS kept after burst 1",
-        "RSS kept after burst 2",
-        "trim after burst 1 / 2",
-        "time of burst 1",
-        "time of burst 2",
-    ]
+    header = ["", "RSS kept after burst 1 / 2", "trim after burst 1 / 2", "time of burst 1 / 2"]
     burst_bytes = next(iter(entries.values()))["burst_bytes"]
-    return Table(
-        header, rows, [_host_heap_intro(burst_bytes, document), source_note(path, document)]
-    )
+    current = current_overlay_sha256()
+    mark = overlay_mark(document, current)
+    notes = [
+        _host_heap_intro(burst_bytes, document),
+        overlay_line(mark, current),
+        source_note(path, document),
+    ]
+    return Table(header, rows, notes)
 
 
 def _host_heap_intro(burst_bytes: int, document: Dict[str, Any]) -> str:
     settings = document.get("settings", {})
-    machine = document.get("machine", {})
+    machine = machine_record(document)
     blocks = (
         f"{settings.get('block_min_bytes', 0) / MiB:.0f}-"
         f"{settings.get('block_max_bytes', 0) / MiB:.0f} MiB"
     )
     return (
         f"Burst 1: {burst_bytes / GiB:.2f} GiB in {blocks} blocks from "
-        f"{settings.get('threads', '?')} threads, freed; burst 2: the same again in the same "
+        f"{settings.get('threads', '?')} threads, after one large free has raised glibc's mmap "
+        "threshold as it does in a real process (without that, glibc would map each of these "
+        "blocks apart and return it at its free), then freed; burst 2: the same again in the same "
         "process, as a second engine build would run. Burst 2 reuses what the allocator kept "
         "and faults in again what it gave back. Medians of "
-        f"{settings.get('repeats', '?')} repeats on {machine.get('cpu_cores', '?')} cores, "
+        f"{settings.get('repeats', '?')} repeats on "
+        f"{machine.get('cpus') or machine.get('cpu_cores') or '?'} CPUs, "
         f"glibc {machine.get('glibc', '?')}."
     )
 
@@ -291,17 +486,119 @@ def build_speed(results: Path = RESULTS) -> Table:
             f"{matrix['total_s']:.1f} s",
         ],
     ]
-    machine = document.get("machine", {})
+    machine = machine_record(document)
+    run = run_record(document) or "the file records no `provenance`, so no revision"
     notes = [
         f"On {machine.get('cpus', '?')} CPUs, {machine.get('machine', '?')}, "
-        f"Python {machine.get('python', '?')}.",
+        f"Python {machine.get('python', '?')}; run: {run}.",
         source_note(path, document),
     ]
     return Table(["", "time"], rows, notes)
 
 
+# -- the docs' tables of every run -------------------------------------------------------------
+
+
+def offload_run(document: Dict[str, Any]) -> Table:
+    """Every case of one offload run: memory columns for a probed run, speed for an unprobed one."""
+    cases = document["cases"]
+    if any(case.get("probes", True) for case in cases):
+        header = [
+            "model, strategy",
+            "largest tensor (MiB)",
+            "overshoot, GiB (W)",
+            "overshoot - largest (MiB)",
+            "host after - W (MiB)",
+            "seconds (probed)",
+        ]
+        rows = [
+            [
+                f"{model_name(case)} `{case['strategy']}`",
+                f"{case['largest_tensor_bytes'] / MiB:.0f}",
+                f"{case['overshoot_bytes'] / GiB:.2f} ({case['overshoot_W']:.3f})",
+                f"{case['overshoot_over_largest_MiB']:.0f}",
+                f"{case['host_after_minus_W_MiB']:.0f}",
+                f"{case['seconds']:.1f}",
+            ]
+            for case in cases
+        ]
+        return Table(header, rows, [])
+    header = ["model, strategy", "W (GiB)", "tensors", "seconds", "GB/s"]
+    rows = [
+        [
+            f"{model_name(case)} `{case['strategy']}`",
+            f"{case['W_bytes'] / GiB:.1f}",
+            f"{case['tensors']}",
+            f"{case['seconds']:.2f}",
+            f"{case['GBps']:.2f}",
+        ]
+        for case in cases
+    ]
+    if any("fraction_of_copy_ceiling" in case for case in cases):
+        # Runs that measured the host's own CPU copy beside the cases give each its share.
+        header.append("share of the run's CPU-copy ceiling")
+        for row, case in zip(rows, cases):
+            share = case.get("fraction_of_copy_ceiling")
+            row.append("-" if share is None else f"{100 * share:.0f}%")
+    return Table(header, rows, [])
+
+
+def fast_path_ceilings(document: Dict[str, Any]) -> Table:
+    """GB/s of each candidate copy path of the fast path, per tensor size."""
+    speeds: Dict[str, Dict[str, float]] = document["GBps"]
+    sizes: List[str] = []
+    for per_size in speeds.values():
+        sizes.extend(size for size in per_size if size not in sizes)
+    header = ["path"] + [f"{size} tensors (GB/s)" for size in sizes]
+    rows = [
+        [f"`{name}`"] + [f"{per_size[size]:.1f}" for size in sizes]
+        for name, per_size in speeds.items()
+    ]
+    return Table(header, rows, [])
+
+
+def host_heap_cases(document: Dict[str, Any]) -> Table:
+    """Medians per case and burst size of the host-heap benchmark, bursts 1 and 2 apart."""
+    header = [
+        "case, burst",
+        "kept after burst 1 / 2 (GiB)",
+        "kept / burst, burst 2",
+        "trim after burst 1 / 2 (s)",
+        "time of burst 1 / 2 (s)",
+    ]
+    rows = []
+    for entry in document["summary"]:
+        median = entry["median"]
+        rows.append(
+            [
+                f"`{entry['case']}` {entry['burst_bytes'] / GiB:.2f} GiB",
+                f"{median['first_kept_after_trim'] / GiB:.3f} / "
+                f"{median['kept_after_trim'] / GiB:.3f}",
+                f"{100 * entry['kept_fraction']:.2f}%",
+                f"{_number(median['first_trim_s'])} / {_number(median['trim_s'])}",
+                f"{_number(median['burst_s'])} / {_number(median['warm_burst_s'])}",
+            ]
+        )
+    return Table(header, rows, [])
+
+
+def offload_steps(results: Path = RESULTS) -> Table:
+    """Every release step of the fork the offload runs measured: overshoot, and GB/s unprobed."""
+    cases = [case for path in offload_files(results) for case in read_result(path)["cases"]]
+    steps = [c for c in cases if c["strategy"] == "fork" or c["strategy"].startswith("fork-step-")]
+    rows = []
+    for model, strategy in dict.fromkeys((model_name(c), c["strategy"]) for c in steps):
+        same = [c for c in steps if model_name(c) == model and c["strategy"] == strategy]
+        probed = [c for c in same if c.get("probes", True)]
+        speeds = [f"{c['GBps']:.2f}" for c in same if not c.get("probes", True)]
+        overshoot = f"{probed[0]['overshoot_over_largest_MiB']:.0f}" if probed else "-"
+        rows.append([model, f"`{strategy}`", overshoot, ", ".join(speeds) or "-"])
+    header = ["model", "strategy", "overshoot - largest (MiB)", "GB/s (unprobed)"]
+    return Table(header, rows, [], numeric_from=2)
+
+
 TABLES: Dict[str, Callable[[Path], Table]] = {
-    "offload-memory": offload_memory,
+    "offload-headline": offload_headline,
     "offload-speed": offload_speed,
     "host-heap": host_heap,
     "build-speed": build_speed,

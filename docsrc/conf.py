@@ -34,15 +34,6 @@ def _tool_sources() -> list[Path]:
     return sorted(PATCHED_WHEEL.rglob("*.py"))
 
 
-def _constant(name: str) -> str:
-    """The string value of ``NAME = "..."`` in the build tool's sources, read without importing."""
-    for path in _tool_sources():
-        match = re.search(rf'^{name} = "([^"]+)"$', path.read_text(encoding="utf-8"), re.M)
-        if match is not None:
-            return match.group(1)
-    raise RuntimeError(f'tools/patched_wheel: no line {name} = "..."; docsrc/conf.py reads it')
-
-
 def _supported_releases() -> list[str]:
     for path in _tool_sources():
         source = path.read_text(encoding="utf-8")
@@ -171,6 +162,8 @@ nitpick_ignore = [
     ("py:class", "int"),
     ("py:class", "None"),
     ("py:class", "_PinnedBounceMover"),
+    ("py:class", "contextlib.ExitStack"),
+    ("py:class", "ExitStack"),
 ]
 # Docstrings of the overlay's private classes name their instance attributes (set in
 # __init__, which autodoc does not list) as :attr:`name`; those stay plain text.

@@ -2,18 +2,21 @@
 
 Every figure the docs show comes from a file committed in the repository, read at build
 time, so rebuilt docs always show the data that is in the repository. Paths are relative to
-the repository root (the folder above ``docsrc``).
+the repository root (the folder above ``docsrc``). Every table of measured figures is made by
+``benchmarks/readme_tables.py``, the same code that writes the README's tables; this module
+only turns its :class:`~readme_tables.Table` objects into docutils nodes.
 
 Directives:
 
 * ``.. supported-matrix:: docsrc/_data/supported_matrix.json``: Python versions per base
-  release and platform, as the ``matrix`` command of the patched-wheel build wrote them;
-* ``.. offload-table:: benchmarks/results/offload.json``: one row per case of an offload run
-  (memory columns for a probed run, speed columns for an unprobed one);
-* ``.. fast-path-table::``, ``.. host-heap-table::``: the other result files;
-* ``.. offload-step-table::``: every release step of the fork the offload runs measured;
+  release and platform, as the ``matrix`` command of the patched-wheel build wrote them, under
+  the platform titles of that command;
+* ``.. readme-table:: offload-headline``: one of the README's headline tables, with its notes;
 * ``.. offload-results:: unprobed`` (or ``probed``): the table and source of every
   ``offload*.json`` run of that kind;
+* ``.. offload-strategies::``: the registry of offload strategies, name, label and meaning;
+* ``.. fast-path-table::``, ``.. host-heap-table::``: every case of those result files;
+* ``.. offload-step-table::``: every release step of the fork the offload runs measured;
 * ``.. result-source:: <path>``: the command that wrote a result file and the machine it ran on;
 * ``.. cli-usage:: build`` and ``.. cli-options:: build``: the usage line and the options of a
   command of ``python tools/patched_wheel``, from its argument parser, so that the reference
@@ -24,9 +27,8 @@ strategy=fork/GBps .1f``` is the ``GBps`` of the first case of
 ``benchmarks/results/offload_timing.json`` whose ``size_gib`` is 64 and ``strategy`` is
 ``fork``, formatted with ``.1f``. A format ``GiB:.2f`` or ``MiB:.0f`` divides by that unit
 first; ``%:.1f`` multiplies by 100. ``:result:`<a> minus <b> MiB:.0f``` writes a difference.
-
-Directive ``.. readme-table:: offload-memory`` shows one of the README's headline tables,
-made by ``benchmarks/readme_tables.py`` from the same files, so the two never differ.
+A figure from a file that measured another overlay than the current one, or that does not say
+which, is followed by a dagger whose tooltip says so.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -43,30 +47,29 @@ from docutils.parsers.rst import directives
 from docutils.parsers.rst.states import Inliner
 from docutils.utils import unescape
 from sphinx.application import Sphinx
+from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.docutils import SphinxDirective
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from readme_tables import (
-    TABLES,
-    ResultsError,
-)
-from readme_tables import model_name as _model  # noqa: E402
-from readme_tables import offload_files, portable_command
+REPOSITORY = Path(__file__).resolve().parents[2]
+for _folder in (REPOSITORY / "benchmarks", REPOSITORY / "tools"):
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
+
+import readme_tables  # noqa: E402
+from patched_wheel.matrix import PLATFORM_TITLES  # noqa: E402
+from readme_tables import portable_command  # noqa: E402
+from readme_tables import TABLES, ResultsError, Table, offload_files  # noqa: E402
 
 GiB = 1024**3
 MiB = 1024**2
 RESULTS = "benchmarks/results"
 
-PLATFORM_NAMES = {
-    "manylinux_2_28_x86_64": "Linux x86_64",
-    "manylinux_2_28_aarch64": "Linux aarch64 (SBSA, CUDA 13)",
-    "win_amd64": "Windows x86_64",
-}
-
 
 # What the source line says about a result file's machine: (key, how to write it).
 MACHINE_FIELDS = (
     ("gpu", "{}"),
+    ("device", "{}"),
+    ("driver", "driver {}"),
     ("cpu", "{}"),
     ("cpu_model", "{}"),
     ("cpus", "{} CPUs"),
@@ -93,26 +96,24 @@ def _read_json(path: Path) -> Any:
         raise ResultError(f"cannot read {path}: {error}") from None
 
 
-def _table(
-    header: Sequence[str], rows: Sequence[Sequence[str]], numeric_from: int = 0
-) -> nodes.table:
-    """A docutils table; columns from ``numeric_from`` on are right-aligned numbers."""
-    table = nodes.table(classes=["benchmark-table"])
-    group = nodes.tgroup(cols=len(header))
-    table += group
-    for _ in header:
+def _table(table: Table) -> nodes.table:
+    """A :class:`~readme_tables.Table` as a docutils table, its numbers right-aligned."""
+    node = nodes.table(classes=["benchmark-table"])
+    group = nodes.tgroup(cols=len(table.header))
+    node += group
+    for _ in table.header:
         group += nodes.colspec(colwidth=1)
     head = nodes.thead()
     group += head
-    head += _row(header, numeric_from, header=True)
+    head += _row(table.header, table.numeric_from)
     body = nodes.tbody()
     group += body
-    for cells in rows:
-        body += _row(cells, numeric_from)
-    return table
+    for cells in table.rows:
+        body += _row(cells, table.numeric_from)
+    return node
 
 
-def _row(cells: Sequence[str], numeric_from: int, header: bool = False) -> nodes.row:
+def _row(cells: Sequence[str], numeric_from: int) -> nodes.row:
     row = nodes.row()
     for index, text in enumerate(cells):
         classes = ["numeric"] if numeric_from and index >= numeric_from else []
@@ -123,12 +124,23 @@ def _row(cells: Sequence[str], numeric_from: int, header: bool = False) -> nodes
 
 
 def _paragraph(text: str) -> nodes.paragraph:
-    """A paragraph of ``text`` in which each ````...```` part is an inline literal."""
+    """A paragraph of Markdown-like ``text``: `code` as inline literals, [text](link) as links.
+
+    The tables' text is written once, for the README's Markdown; a link to a repository file
+    (the benchmarks page's source) becomes plain text here, where the reader already is.
+    """
     paragraph = nodes.paragraph()
-    for index, part in enumerate(text.split("``")):
+    text = re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", text)
+    for index, part in enumerate(text.split("`")):
         if part:
             paragraph += nodes.literal(text=part) if index % 2 else nodes.Text(part)
     return paragraph
+
+
+def _rendered(table: Table) -> List[nodes.Node]:
+    out: List[nodes.Node] = [_table(table)]
+    out.extend(_paragraph(note) for note in table.notes)
+    return out
 
 
 class _ResultDirective(SphinxDirective):
@@ -146,7 +158,7 @@ class _ResultDirective(SphinxDirective):
         try:
             path, document = self.load()
             return self.render(path, document)
-        except (ResultError, KeyError, TypeError, ValueError) as error:
+        except (ResultError, ResultsError, KeyError, TypeError, ValueError) as error:
             message = f"{self.name}: {self.arguments[0]}: {error!r}"
             return [self.state_machine.reporter.error(message, line=self.lineno)]
 
@@ -158,7 +170,7 @@ class SupportedMatrix(_ResultDirective):
     """Python versions per base release and platform, from the matrix command's JSON."""
 
     def render(self, path: Path, document: Any) -> List[nodes.Node]:
-        platforms = [name for name in PLATFORM_NAMES]
+        platforms = list(PLATFORM_TITLES)
         rows = []
         for release in document["releases"]:
             pythons: Dict[str, List[str]] = {name: [] for name in platforms}
@@ -169,66 +181,10 @@ class SupportedMatrix(_ResultDirective):
                 versions = sorted(pythons[name], key=lambda v: tuple(map(int, v.split("."))))
                 cells.append(", ".join(versions) or "none")
             rows.append(cells)
-        header = ["Base release"] + [PLATFORM_NAMES[name] for name in platforms]
+        header = ["Base release"] + [PLATFORM_TITLES[name] for name in platforms]
         count = sum(len(release["wheels"]) for release in document["releases"])
-        note = _paragraph(
-            f"{count} patched wheels, each with the local label " f"``+{document['local_label']}``."
-        )
-        return [_table(header, rows), note]
-
-
-def _probed(document: Dict[str, Any]) -> bool:
-    return any(case.get("probes", True) for case in document["cases"])
-
-
-def offload_table(cases: List[Dict[str, Any]], probed: bool) -> nodes.table:
-    """The cases of one offload run: memory columns for a probed run, speed for an unprobed one."""
-    if probed:
-        header = [
-            "model, strategy",
-            "largest tensor (MiB)",
-            "overshoot, GiB (W)",
-            "overshoot - largest (MiB)",
-            "host after - W (MiB)",
-            "seconds (probed)",
-        ]
-        rows = [
-            [
-                f"{_model(case)} ``{case['strategy']}``",
-                f"{case['largest_tensor_bytes'] / MiB:.0f}",
-                f"{case['overshoot_bytes'] / GiB:.2f} ({case['overshoot_W']:.3f})",
-                f"{case['overshoot_over_largest_MiB']:.0f}",
-                f"{case['host_after_minus_W_MiB']:.0f}",
-                f"{case['seconds']:.1f}",
-            ]
-            for case in cases
-        ]
-    else:
-        header = ["model, strategy", "W (GiB)", "tensors", "seconds", "GB/s"]
-        rows = [
-            [
-                f"{_model(case)} ``{case['strategy']}``",
-                f"{case['W_bytes'] / GiB:.1f}",
-                f"{case['tensors']}",
-                f"{case['seconds']:.2f}",
-                f"{case['GBps']:.2f}",
-            ]
-            for case in cases
-        ]
-    return _table(header, rows, numeric_from=1)
-
-
-class OffloadTable(_ResultDirective):
-    """The cases of one offload run; ``:sizes: 3 24`` keeps only those model sizes."""
-
-    option_spec = {"sizes": directives.unchanged}
-
-    def render(self, path: Path, document: Any) -> List[nodes.Node]:
-        cases = document["cases"]
-        if "sizes" in self.options:
-            sizes = {int(size) for size in self.options["sizes"].split()}
-            cases = [case for case in cases if case["size_gib"] in sizes]
-        return [offload_table(cases, _probed(document))]
+        note = f"{count} patched wheels, each with the local label `+{document['local_label']}`."
+        return [_table(Table(header, rows, [], numeric_from=0)), _paragraph(note)]
 
 
 class OffloadResults(SphinxDirective):
@@ -239,63 +195,52 @@ class OffloadResults(SphinxDirective):
 
     def run(self) -> List[nodes.Node]:
         wanted = self.arguments[0] == "probed"
+        current = readme_tables.current_overlay_sha256()
         out: List[nodes.Node] = []
         for path in offload_files(_repository(Path(self.env.srcdir)) / RESULTS):
             self.env.note_dependency(str(path))
             document = _read_json(path)
-            if _probed(document) != wanted:
+            if any(case.get("probes", True) for case in document["cases"]) != wanted:
                 continue
             relative = f"{RESULTS}/{path.name}"
-            out.append(offload_table(document["cases"], wanted))
+            out.append(_table(readme_tables.offload_run(document)))
+            mark = readme_tables.overlay_mark(document, current)
+            out.append(_paragraph(readme_tables.overlay_line(mark, current)))
             out.extend(source_nodes(relative, document, None))
         return out
+
+
+class OffloadStrategies(SphinxDirective):
+    """Every offload strategy of the benchmarks' registry (``benchmarks/strategies.py``): its
+    name, its label in the tables, and what it does."""
+
+    def run(self) -> List[nodes.Node]:
+        from strategies import OFFLOAD_STRATEGIES
+
+        self.env.note_dependency(str(REPOSITORY / "benchmarks" / "strategies.py"))
+        items = nodes.definition_list(classes=["offload-strategies"])
+        for strategy in OFFLOAD_STRATEGIES:
+            term = nodes.term()
+            term += nodes.literal(text=strategy.name)
+            definition = nodes.definition()
+            text = strategy.description
+            definition += _paragraph(f"{strategy.label}: {text[:1].upper()}{text[1:]}.")
+            items += nodes.definition_list_item("", term, definition)
+        return [items]
 
 
 class FastPathTable(_ResultDirective):
     """GB/s of each candidate copy path, per tensor size."""
 
     def render(self, path: Path, document: Any) -> List[nodes.Node]:
-        speeds: Dict[str, Dict[str, float]] = document["GBps"]
-        sizes: List[str] = []
-        for per_size in speeds.values():
-            sizes.extend(size for size in per_size if size not in sizes)
-        header = ["path"] + [f"{size} tensors (GB/s)" for size in sizes]
-        rows = [
-            [f"``{name}``"] + [f"{per_size[size]:.1f}" for size in sizes]
-            for name, per_size in speeds.items()
-        ]
-        return [_table(header, rows, numeric_from=1)]
-
-
-def _seconds(value: Optional[float]) -> str:
-    return "-" if value is None else f"{value:.2f}"
+        return _rendered(readme_tables.fast_path_ceilings(document))
 
 
 class HostHeapTable(_ResultDirective):
     """Medians per case and burst size of the host-heap benchmark, bursts 1 and 2 apart."""
 
     def render(self, path: Path, document: Any) -> List[nodes.Node]:
-        header = [
-            "case, burst",
-            "kept after burst 1 / 2 (GiB)",
-            "kept / burst, burst 2",
-            "trim after burst 1 / 2 (s)",
-            "time of burst 1 / 2 (s)",
-        ]
-        rows = []
-        for entry in document["summary"]:
-            median = entry["median"]
-            rows.append(
-                [
-                    f"``{entry['case']}`` {entry['burst_bytes'] / GiB:.2f} GiB",
-                    f"{median['first_kept_after_trim'] / GiB:.3f} / "
-                    f"{median['kept_after_trim'] / GiB:.3f}",
-                    f"{100 * entry['kept_fraction']:.2f}%",
-                    f"{_seconds(median['first_trim_s'])} / {_seconds(median['trim_s'])}",
-                    f"{_seconds(median['burst_s'])} / {_seconds(median['warm_burst_s'])}",
-                ]
-            )
-        return [_table(header, rows, numeric_from=1)]
+        return _rendered(readme_tables.host_heap_cases(document))
 
 
 class OffloadStepTable(SphinxDirective):
@@ -303,28 +248,9 @@ class OffloadStepTable(SphinxDirective):
 
     def run(self) -> List[nodes.Node]:
         results = _repository(Path(self.env.srcdir)) / RESULTS
-        cases: List[Dict[str, Any]] = []
         for path in offload_files(results):
             self.env.note_dependency(str(path))
-            cases.extend(_read_json(path)["cases"])
-        steps = [
-            c for c in cases if c["strategy"] == "fork" or c["strategy"].startswith("fork-step-")
-        ]
-        rows = []
-        for model, strategy in dict.fromkeys((_model(c), c["strategy"]) for c in steps):
-            same = [c for c in steps if _model(c) == model and c["strategy"] == strategy]
-            probed = [c for c in same if c.get("probes", True)]
-            speeds = [f"{c['GBps']:.2f}" for c in same if not c.get("probes", True)]
-            rows.append(
-                [
-                    model,
-                    f"``{strategy}``",
-                    f"{probed[0]['overshoot_over_largest_MiB']:.0f}" if probed else "not run",
-                    ", ".join(speeds) or "not run",
-                ]
-            )
-        header = ["model", "strategy", "overshoot - largest (MiB)", "GB/s (unprobed)"]
-        return [_table(header, rows, numeric_from=2)]
+        return _rendered(readme_tables.offload_steps(results))
 
 
 def source_nodes(relative: str, document: Any, command: Optional[str]) -> List[nodes.Node]:
@@ -334,11 +260,11 @@ def source_nodes(relative: str, document: Any, command: Optional[str]) -> List[n
     (:func:`readme_tables.portable_command`: no interpreter or output path of the machine it
     ran on), or, for a file that records none, ``command``.
     """
-    recorded = document.get("command")
+    recorded = readme_tables.recorded_command(document)
     command = portable_command(recorded, relative) if recorded else command
     if not command:
         raise ResultError("the file has no 'command' and the directive gives no :command:")
-    machine = document.get("machine", {})
+    machine = readme_tables.machine_record(document)
     described = ", ".join(
         template.format(machine[key])
         for key, template in MACHINE_FIELDS
@@ -349,12 +275,47 @@ def source_nodes(relative: str, document: Any, command: Optional[str]) -> List[n
     intro += nodes.literal(text=relative)
     intro += nodes.Text(", which this command writes (run from the repository root):")
     block = nodes.literal_block(
-        text=command.strip(), language="console", classes=["result-command"]
+        text=wrap_command(command.strip()), language="console", classes=["result-command"]
     )
     out: List[nodes.Node] = [intro, block]
     if described:
         out.append(nodes.paragraph(text=f"Machine: {described}."))
+    run = readme_tables.run_record(document)
+    if run:
+        out.append(nodes.paragraph(text=f"Run: {run}."))
     return out
+
+
+COMMAND_WIDTH = 48
+
+
+def _command_groups(command: str) -> List[str]:
+    """The program and its arguments, then each option with the values that follow it."""
+    groups: List[str] = []
+    for word in shlex.split(command):
+        quoted = shlex.quote(word)
+        if groups and not word.startswith("-"):
+            groups[-1] += " " + quoted
+        else:
+            groups.append(quoted)
+    return groups
+
+
+def wrap_command(command: str, width: int = COMMAND_WIDTH) -> str:
+    """A shell command as lines of at most ``width`` characters where its words allow: one
+    option (with its values) per line, joined by backslashes, so that a phone shows it whole
+    and it still pastes into a shell as one command. Words are never broken."""
+    if len(command) <= width:
+        return command
+    lines: List[str] = []
+    for group in _command_groups(command):
+        if not lines:
+            lines.append(group)
+        elif len(group) + 4 <= width:
+            lines.append("    " + group)
+        else:
+            lines.extend("    " + word for word in group.split(" ", 1))
+    return " \\\n".join(lines)
 
 
 class ResultSource(_ResultDirective):
@@ -385,26 +346,19 @@ class ReadmeTable(SphinxDirective):
         except (ResultsError, KeyError, TypeError, ValueError) as error:
             message = f"readme-table: {name}: {error!r}"
             return [self.state_machine.reporter.error(message, line=self.lineno)]
-        rows = [[_markdown_literals(cell) for cell in row] for row in table.rows]
-        header = [_markdown_literals(cell) for cell in table.header]
-        out: List[nodes.Node] = [_table(header, rows, numeric_from=1)]
-        out.extend(_paragraph(_markdown_literals(note)) for note in table.notes)
-        return out
+        return _rendered(table)
 
 
-def _markdown_literals(text: str) -> str:
-    """Markdown's `code` as this module's ``code``."""
-    return text.replace("`", "``")
+def _cli_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``python tools/patched_wheel``, as the command line builds it."""
+    from patched_wheel.__main__ import argument_parser
+
+    return argument_parser()
 
 
-def _command_parser(srcdir: Path, command: str) -> argparse.ArgumentParser:
+def _command_parser(command: str) -> argparse.ArgumentParser:
     """The argument parser of one command of ``python tools/patched_wheel``."""
-    tools = str(_repository(srcdir) / "tools")
-    if tools not in sys.path:
-        sys.path.insert(0, tools)
-    from patched_wheel.__main__ import _parser
-
-    for action in _parser()._actions:
+    for action in _cli_parser()._actions:
         if isinstance(action, argparse._SubParsersAction):
             if command in action.choices:
                 parser: argparse.ArgumentParser = action.choices[command]
@@ -451,7 +405,7 @@ class CliUsage(SphinxDirective):
     required_arguments = 1
 
     def run(self) -> List[nodes.Node]:
-        parser = _command_parser(Path(self.env.srcdir), self.arguments[0])
+        parser = _command_parser(self.arguments[0])
         usage = parser.format_usage().strip()
         usage = usage[len("usage: ") :] if usage.startswith("usage: ") else usage
         return [nodes.literal_block(text=wrap_usage(usage), language="none", classes=["cli-usage"])]
@@ -463,7 +417,7 @@ class CliOptions(SphinxDirective):
     required_arguments = 1
 
     def run(self) -> List[nodes.Node]:
-        parser = _command_parser(Path(self.env.srcdir), self.arguments[0])
+        parser = _command_parser(self.arguments[0])
         items = nodes.definition_list(classes=["cli-options"])
         for action in parser._actions:
             if isinstance(action, argparse._HelpAction) or not action.option_strings:
@@ -526,6 +480,34 @@ def _value(srcdir: Path, reference: str, env: Any) -> Any:
     return _select(_read_json(path), selector)
 
 
+@functools.lru_cache(maxsize=None)
+def _current_overlay() -> str:
+    current: str = readme_tables.current_overlay_sha256()
+    return current
+
+
+# The mark after an inline figure whose result file does not name the current overlay.
+STALE_MARK = "\u2020"
+
+
+def _stale_marks(srcdir: Path, references: Sequence[str]) -> List[nodes.Node]:
+    """A dagger, with its reason as a tooltip, when a figure's file measured another overlay
+    or does not say which (a file without ``provenance``); nothing for the current one."""
+    reasons = []
+    for reference in references:
+        stem = reference.partition("/")[0]
+        document = _read_json(_repository(srcdir) / RESULTS / f"{stem}.json")
+        mark = readme_tables.overlay_mark(document, _current_overlay())
+        if not mark.current:
+            reasons.append(f"{stem}.json: {mark.text}")
+    if not reasons:
+        return []
+    explanation = "measured on another overlay than the current one: " + "; ".join(reasons)
+    node = nodes.abbreviation(STALE_MARK, STALE_MARK, explanation=explanation)
+    node["classes"].append("stale-figure")
+    return [node]
+
+
 def result_role(
     name: str,
     rawtext: str,
@@ -547,21 +529,41 @@ def result_role(
     try:
         if len(words) >= 3 and words[1] == "minus":
             value = _value(srcdir, words[0], env) - _value(srcdir, words[2], env)
-            spec = " ".join(words[3:])
+            spec, references = " ".join(words[3:]), [words[0], words[2]]
         else:
             value = _value(srcdir, words[0], env)
-            spec = " ".join(words[1:])
+            spec, references = " ".join(words[1:]), [words[0]]
         shown = _format(value, spec) if spec else str(value)
+        marks = _stale_marks(srcdir, references)
     except (ResultError, KeyError, IndexError, TypeError, ValueError) as error:
         message = inliner.reporter.error(f":result:`{text}`: {error}", line=lineno)
         problem = inliner.problematic(rawtext, rawtext, message)
         return [problem], [message]
-    return [nodes.Text(shown)], []
+    return [nodes.Text(shown), *marks], []
+
+
+# Inline code with a word longer than this may break inside that word on a narrow screen
+# (fork.css keeps shorter words whole, so that a name never breaks at its hyphen).
+LONG_WORD = 28
+
+
+class LongLiterals(SphinxPostTransform):
+    """Marks inline code holding a word too long for a phone's line (a path, a variable with
+    its value) with the class ``long-literal``, the one kind of code fork.css lets break."""
+
+    default_priority = 400
+    formats = ("html",)
+
+    def run(self, **kwargs: Any) -> None:
+        for node in self.document.findall(nodes.literal):
+            if any(len(word) > LONG_WORD for word in node.astext().split()):
+                node["classes"].append("long-literal")
 
 
 def setup(app: Sphinx) -> Dict[str, Any]:
+    app.add_post_transform(LongLiterals)
     app.add_directive("supported-matrix", SupportedMatrix)
-    app.add_directive("offload-table", OffloadTable)
+    app.add_directive("offload-strategies", OffloadStrategies)
     app.add_directive("fast-path-table", FastPathTable)
     app.add_directive("host-heap-table", HostHeapTable)
     app.add_directive("offload-step-table", OffloadStepTable)

@@ -32,6 +32,9 @@ PAGES = [
     "reference/patched_wheel_build.html",
     "reference/patched_wheel_matrix.html",
     "reference/patched_wheel_lock.html",
+    "reference/patched_wheel_verify.html",
+    "reference/patched_wheel_index.html",
+    "genindex.html",
 ]
 
 BUILD_TIMEOUT_S = 170
@@ -201,7 +204,7 @@ def test_docs_show_the_readme_tables(built_html: Path) -> None:
     sys.modules.setdefault("readme_tables", tables)
     spec.loader.exec_module(tables)
     shown = {
-        "offload-memory": "tutorials/resource_memory/resource_management.html",
+        "offload-headline": "tutorials/resource_memory/resource_management.html",
         "host-heap": "tutorials/resource_memory/resource_management.html",
         "offload-speed": "benchmarks.html",
         "build-speed": "getting_started/installation.html",
@@ -238,3 +241,78 @@ def test_usage_lines_fit_the_page(built_html: Path) -> None:
             assert opened == line.count("]") + line.count(
                 "}"
             ), f"{page.name}: a usage line is broken inside an option group: {line!r}"
+
+
+def test_result_commands_fit_a_phone(built_html: Path) -> None:
+    """The command that wrote each result file comes one option to a line (backslash
+    continued), each line short enough for a phone, no word split across lines."""
+    import html as html_module
+
+    page = (built_html / "benchmarks.html").read_text(encoding="utf-8")
+    blocks = re.findall(r'<div class="[^"]*result-command[^"]*">.*?</pre>', page, re.S)
+    assert blocks, "benchmarks.html shows no result command"
+    for block in blocks:
+        command = html_module.unescape(re.sub(r"<[^>]+>", "", block)).strip()
+        lines = command.splitlines()
+        for line in lines[:-1]:
+            assert line.endswith(" \\"), f"a command line does not continue: {line!r}"
+        for line in lines:
+            words = line.rstrip(" \\").split()
+            assert len(line) <= 56 or len(words) == 1, f"a command line is too long: {line!r}"
+
+
+def test_phone_styles_break_no_word(built_html: Path) -> None:
+    """fork.css never breaks a command or a name at an arbitrary letter, and never makes a
+    plot wider than the page (issue 16: "offload_sha|pes.json", "upstrea|m", 150vw plots)."""
+    css = (built_html / "_static" / "fork.css").read_text(encoding="utf-8")
+    assert "break-all" not in css
+    assert "vw" not in re.sub(r"/\*.*?\*/", "", css, flags=re.S)
+    assert re.search(r"img\.plot-directive\s*{[^}]*max-width:\s*100%", css)
+    assert re.search(r"table\.benchmark-table code[^{]*{[^}]*white-space:\s*nowrap", css)
+
+
+def test_long_inline_code_is_marked(built_html: Path) -> None:
+    """Only inline code with a word too long for a phone's line may break inside it."""
+    page = (built_html / "tutorials/resource_memory/resource_management.html").read_text(
+        encoding="utf-8"
+    )
+    marked = re.findall(r'<code class="[^"]*long-literal[^"]*">(.*?)</code>', page, re.S)
+    assert marked, "no long inline code was marked on the memory page"
+    for code in marked:
+        text = re.sub(r"<[^>]+>", "", code)
+        assert max(len(word) for word in text.split()) > 28, text
+
+
+def test_figures_from_other_overlays_are_marked(built_html: Path) -> None:
+    """Each inline figure (``:result:``) drawn from a result file that does not name the
+    current overlay carries the dagger, and no other figure does: a page never passes off a
+    stale figure as a measurement of the overlay that ships."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location(
+        "readme_tables", REPOSITORY / "benchmarks" / "readme_tables.py"
+    )
+    assert spec is not None and spec.loader is not None
+    tables = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("readme_tables", tables)
+    spec.loader.exec_module(tables)
+    current = tables.current_overlay_sha256()
+
+    def stale(stem: str) -> bool:
+        path = REPOSITORY / "benchmarks" / "results" / f"{stem}.json"
+        document = json.loads(path.read_text(encoding="utf-8"))
+        return not tables.overlay_mark(document, current).current
+
+    for source in sorted(DOCSRC.rglob("*.rst")):
+        roles = re.findall(r":result:`([^`]+)`", source.read_text(encoding="utf-8"))
+        expected = 0
+        for role in roles:
+            words = role.split()
+            stems = [words[0].split("/")[0]]
+            if len(words) >= 3 and words[1] == "minus":
+                stems.append(words[2].split("/")[0])
+            expected += any(stale(stem) for stem in stems)
+        page = built_html / source.relative_to(DOCSRC).with_suffix(".html")
+        shown = page.read_text(encoding="utf-8").count('class="stale-figure"')
+        assert shown == expected, f"{page.name}: {shown} figures marked, {expected} are stale"

@@ -90,7 +90,7 @@ def test_check_command_names_a_drifted_table(tmp_path: Path) -> None:
 def test_rewrite_restores_the_tables(tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
     text = README.read_text(encoding="utf-8")
-    start, end = tables.markers("offload-memory")
+    start, end = tables.markers("offload-headline")
     emptied = text[: text.find(start) + len(start)] + "\n" + text[text.find(end) :]
     readme.write_text(emptied, encoding="utf-8")
     assert _run("--readme", str(readme)).returncode == 0
@@ -163,45 +163,123 @@ def results(tmp_path: Path) -> Path:
     return folder
 
 
-def test_new_offload_cases_become_rows(results: Path) -> None:
-    """A model the files did not hold before shows up in both offload tables."""
-    memory = json.loads((results / "offload.json").read_text(encoding="utf-8"))
-    memory["cases"].append(_offload_case())
-    (results / "offload.json").write_text(json.dumps(memory), encoding="utf-8")
-    speed = {
-        "benchmark": "offload",
-        "command": "/opt/venv/bin/python benchmarks/offload/run.py --no-probes --out /home/u/x.json",
-        "cases": [_offload_case(probes=False), _offload_case(probes=False, GBps=18.25)],
-    }
-    (results / "offload_shapes.json").write_text(json.dumps(speed), encoding="utf-8")
+def _write(path: Path, document: Dict[str, Any]) -> None:
+    path.write_text(json.dumps(document), encoding="utf-8")
 
-    memory_rows = tables.offload_memory(results).rows
-    assert ["16 GiB many-small", "not run", "not run", "0.30 GiB (0.019 W)", "not run"] in (
-        memory_rows
-    )
-    speed_table = tables.offload_speed(results)
-    assert ["16 GiB many-small", "not run", "not run", "17.18, 18.25 GB/s", "not run"] in (
-        speed_table.rows
-    )
-    probed = {
+
+def _provenance(overlay_sha256: str) -> Dict[str, Any]:
+    return {"overlay_sha256": overlay_sha256, "revision": "0" * 40, "dirty": False}
+
+
+def test_headline_rows_are_runs_that_ran_every_strategy(results: Path) -> None:
+    """A model of a run becomes a headline row only when that run measured the fork, the
+    plain move and the 1 GiB step side by side; the ratios are of that run's figures."""
+    run = {
         "benchmark": "offload",
+        "provenance": _provenance(tables.current_overlay_sha256()),
         "cases": [
-            _offload_case(mix="decoder-7b", strategy="upstream", overshoot_bytes=16 * 1024**3)
+            _offload_case(strategy="upstream", overshoot_bytes=16 * 1024**3, overshoot_W=1.0),
+            _offload_case(strategy="step-1GiB-plain", overshoot_bytes=1024**3, overshoot_W=1 / 16),
+            _offload_case(overshoot_bytes=256 * 1024**2, overshoot_W=1 / 64),
+            _offload_case(mix="fork-only"),
         ],
     }
-    (results / "offload_decoders.json").write_text(json.dumps(probed), encoding="utf-8")
-    ceilings = {"benchmark": "offload_ceilings", "decomposition_GBps": {"copy": 23.9}}
-    (results / "offload_ceilings.json").write_text(json.dumps(ceilings), encoding="utf-8")
-    assert "offload_ceilings.json" not in [path.name for path in tables.offload_files(results)]
-    memory_table = tables.offload_memory(results)
-    assert ["16 GiB decoder-7b", "16.00 GiB (0.019 W)", "not run", "not run", "not run"] in (
-        memory_table.rows
-    )
-    assert "From `benchmarks/results/offload_decoders.json`." in memory_table.notes
-    assert (
-        "From `benchmarks/results/offload_shapes.json`, written by `python "
-        "benchmarks/offload/run.py --no-probes --out benchmarks/results/offload_shapes.json`."
-    ) in speed_table.notes
+    _write(results / "offload_zz.json", run)
+    rows = tables.offload_headline(results).rows
+    current = tables.current_overlay_sha256()[: tables.SHORT_SHA]
+    assert [
+        "16 GiB many-small",
+        "1.000 W",
+        "0.062 W",
+        "0.016 W",
+        "0.02",
+        "0.25",
+        "32.00",
+        current,
+    ] in rows
+    assert not [row for row in rows if row[0] == "16 GiB fork-only"], "a row with a missing case"
+
+
+def test_speed_headline_compares_within_one_run(results: Path) -> None:
+    run = {
+        "benchmark": "offload",
+        "cases": [
+            _offload_case(probes=False, strategy="upstream", GBps=2.0),
+            _offload_case(probes=False, strategy="step-1GiB-plain", GBps=2.5),
+            _offload_case(probes=False, GBps=17.0),
+            _offload_case(probes=False, GBps=16.0, mix="no-step-run"),
+            _offload_case(probes=False, strategy="upstream", GBps=2.0, mix="no-step-run"),
+        ],
+    }
+    _write(results / "offload_zz_timing.json", run)
+    table = tables.offload_speed(results)
+    row = ["16 GiB many-small", "2.00 GB/s", "2.50 GB/s", "17.00 GB/s", "8.5", "6.8"]
+    assert row + ["overlay unknown"] in table.rows
+    assert not [row for row in table.rows if "no-step-run" in row[0]], "a row with a missing case"
+    assert "From `benchmarks/results/offload_zz_timing.json`." in table.notes
+
+
+@pytest.mark.parametrize(
+    ("provenance", "shown"),
+    [
+        pytest.param(None, "overlay unknown", id="no-provenance"),
+        pytest.param("current", "{short}", id="current-overlay"),
+        pytest.param("f" * 64, "{other} (other overlay)", id="other-overlay"),
+    ],
+)
+def test_overlay_mark(provenance: Any, shown: str) -> None:
+    current = tables.current_overlay_sha256()
+    document: Dict[str, Any] = {"cases": []}
+    if provenance is not None:
+        recorded = current if provenance == "current" else provenance
+        document["provenance"] = _provenance(recorded)
+    mark = tables.overlay_mark(document, current)
+    other = "f" * tables.SHORT_SHA
+    assert mark.text == shown.format(short=current[: tables.SHORT_SHA], other=other)
+
+
+HEADLINES = ("offload-headline", "offload-speed")
+
+
+@pytest.mark.parametrize("name", HEADLINES)
+def test_headline_figures_name_their_overlay(name: str) -> None:
+    """Every headline row names the overlay it measured, marked when it is not the current
+    overlay (another one, or none recorded): a stale figure never passes for a current one."""
+    current = tables.current_overlay_sha256()[: tables.SHORT_SHA]
+    table = tables.TABLES[name]()
+    assert table.header[-1] == "overlay"
+    for row in table.rows:
+        overlay = row[-1]
+        assert (
+            overlay == current
+            or overlay in (tables.UNKNOWN_OVERLAY,)
+            or overlay.endswith(f"({tables.OTHER_OVERLAY})")
+        ), f"{name}: {row[0]}: overlay cell {overlay!r} neither current nor marked"
+    marked = [row for row in table.rows if row[-1] != current]
+    if marked:
+        note = " ".join(table.notes)
+        assert "current overlay is " + current in note, f"{name}: no note says what is current"
+
+
+def test_headline_readme_rows_name_their_overlay() -> None:
+    """The same in the README as committed: each headline row's last cell is its overlay."""
+    text = README.read_text(encoding="utf-8")
+    current = tables.current_overlay_sha256()[: tables.SHORT_SHA]
+    for name in HEADLINES:
+        start, end = tables.markers(name)
+        block = text[text.find(start) : text.find(end)]
+        rows = [line for line in block.splitlines() if line.startswith("| ") and "---" not in line]
+        for line in rows[1:]:
+            overlay = line.rstrip(" |").rsplit("| ", 1)[-1]
+            stale = overlay != current
+            assert (
+                not stale or tables.UNKNOWN_OVERLAY in overlay or tables.OTHER_OVERLAY in (overlay)
+            ), f"README.md {name}: a figure from another overlay is not marked: {line}"
+
+
+def test_host_heap_table_names_its_overlay() -> None:
+    notes = " ".join(tables.host_heap().notes)
+    assert "Overlay of this run: " in notes
 
 
 @pytest.mark.parametrize(
@@ -218,6 +296,12 @@ def test_new_offload_cases_become_rows(results: Path) -> None:
             id="output-folder-in-a-home",
         ),
         pytest.param(
+            "python benchmarks/offload/run.py --out /root/o/x.json --timing-out /root/o/y.json",
+            "python benchmarks/offload/run.py --out benchmarks/results/offload.json"
+            " --timing-out benchmarks/results/y.json",
+            id="several-files-outside-the-repository",
+        ),
+        pytest.param(
             "python3.12 benchmarks/build_speed.py ",
             "python benchmarks/build_speed.py",
             id="versioned-interpreter",
@@ -226,3 +310,38 @@ def test_new_offload_cases_become_rows(results: Path) -> None:
 )
 def test_portable_command(recorded: str, portable: str) -> None:
     assert tables.portable_command(recorded, "benchmarks/results/offload.json") == portable
+
+
+def test_current_overlay_runs_replace_stale_rows(results: Path) -> None:
+    """Once a model is measured on the current overlay, the headline shows that run alone for
+    it; models not yet measured again keep their older run, marked. Repeats in one run show
+    their median and range."""
+    current = tables.current_overlay_sha256()
+    fork_runs = [
+        _offload_case(size_gib=24, mix="llm", overshoot_bytes=size, overshoot_W=size / 24 / 1024**3)
+        for size in (1100 * 1024**2, 1000 * 1024**2, 1200 * 1024**2)
+    ]
+    run = {
+        "benchmark": "offload",
+        "provenance": _provenance(current),
+        "cases": [
+            _offload_case(
+                size_gib=24, mix="llm", strategy="upstream", overshoot_bytes=24 * 1024**3
+            ),
+            _offload_case(
+                size_gib=24, mix="llm", strategy="step-1GiB-plain", overshoot_bytes=2 * 1024**3
+            ),
+            *fork_runs,
+        ],
+    }
+    _write(results / "offload_headline.json", run)
+    table = tables.offload_headline(results)
+    by_model = {}
+    for row in table.rows:
+        by_model.setdefault(row[0], []).append(row)
+    assert len(by_model["24 GiB llm"]) == 1, "the stale 24 GiB run is still shown"
+    row = by_model["24 GiB llm"][0]
+    assert row[-1] == current[: tables.SHORT_SHA]
+    assert "(3 runs: " in row[3], row
+    assert by_model["3 GiB llm"][0][-1] == tables.UNKNOWN_OVERLAY
+    assert any("offload_headline.json" in note for note in table.notes)

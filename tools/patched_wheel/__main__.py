@@ -346,7 +346,8 @@ def _add_file_options(
         )
 
 
-def _parser() -> argparse.ArgumentParser:
+def argument_parser() -> argparse.ArgumentParser:
+    """The command line's parser; the docs render its help from this same object."""
     parser = argparse.ArgumentParser(
         prog="python tools/patched_wheel",
         description="Build patched torch_tensorrt wheels from the official releases.",
@@ -396,7 +397,7 @@ def _with_defaults(args: argparse.Namespace) -> argparse.Namespace:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run a command; a :class:`PatchError` is printed and gives exit status 1."""
-    parser = _parser()
+    parser = argument_parser()
     args = _with_defaults(parser.parse_args(argv))
     if (
         args.command == "build"
@@ -413,7 +414,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return status
 
 
-__all__: List[str] = ["configure_logging", "main"]
+__all__: List[str] = ["argument_parser", "configure_logging", "main"]
 
 if __name__ == "__main__":
     sys.exit(main())
