@@ -21,7 +21,6 @@ import argparse
 import ctypes
 import ctypes.util
 import importlib.util
-import json
 import logging
 import os
 import platform

@@ -45,7 +45,6 @@ Usage (on a machine with a GPU; each case runs in a process of its own)::
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import statistics

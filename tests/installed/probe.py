@@ -34,7 +34,7 @@ import time
 import traceback
 import types
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List
 
 # The modules of upstream that call the fork's functions, as each release names them.
 CALLERS = (

@@ -44,7 +44,6 @@ from patched_wheel.policy import LABEL_NAME
 from patched_wheel.provenance import SourceRevision, overlay_sha256, source_revision
 from patched_wheel.provenance_record import (
     ProvenanceRecord,
-    format_record,
     parse_record,
     record_bytes,
     tool_sha256,

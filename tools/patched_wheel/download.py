@@ -36,15 +36,12 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-from packaging.version import InvalidVersion
 from patched_wheel import PatchError
 from patched_wheel.policy import PROJECT
 from patched_wheel.request import BaseRequest
-from patched_wheel.wheelfile import MAX_WHEEL_BYTES, read_wheel_file
+from patched_wheel.wheelfile import MAX_WHEEL_BYTES, is_wheel_filename, read_wheel_file
 
 __all__ = [
-    "BaseRequest",  # pure, from patched_wheel.request: kept importable from here for old callers
     "DEFAULT_INDEX",
     "IndexFile",
     "IndexUnreachable",
@@ -246,21 +243,13 @@ def _json_files(body: bytes, page: str) -> List[IndexFile]:
     ]
 
 
-def _valid_wheel_name(name: str) -> bool:
-    try:
-        parse_wheel_filename(name)
-    except (InvalidWheelFilename, InvalidVersion):
-        return False
-    return True
-
-
 def _listed(files: List[IndexFile], page: str) -> Dict[str, IndexFile]:
     """The wheels of a list by name; a malformed wheel name is skipped with a warning."""
     wheels: Dict[str, IndexFile] = {}
     for file in files:
         if not file.filename.endswith(".whl"):
             continue
-        if not _valid_wheel_name(file.filename):
+        if not is_wheel_filename(file.filename):
             logger.warning(
                 "the package index %s lists %r, which is not a wheel file name; skipped",
                 shown_url(page),

@@ -24,6 +24,7 @@ from patched_wheel.files import write_text_atomically
 from patched_wheel.paths import LOCK_FILE
 from patched_wheel.policy import FIXES, PROJECT, SUPPORTED_RELEASES, supported_releases_text
 from patched_wheel.request import BaseRequest, platforms_serving
+from patched_wheel.wheelfile import is_wheel_filename
 
 __all__ = ["LOCK_FILE", "Lock", "load_lock", "write_lock"]
 
@@ -96,7 +97,7 @@ class Lock:
         return [
             tag
             for name in self.wheels
-            if _valid(name) and parse_wheel_filename(name)[1] == Version(release)
+            if is_wheel_filename(name) and parse_wheel_filename(name)[1] == Version(release)
             for tag in parse_wheel_filename(name)[3]
         ]
 
@@ -140,14 +141,6 @@ def _same_release(name: str, version: str, tags: FrozenSet[Tag]) -> bool:
         return locked_version == Version(version) and bool(locked_tags & tags)
     except (InvalidWheelFilename, InvalidVersion):
         return False
-
-
-def _valid(name: str) -> bool:
-    try:
-        parse_wheel_filename(name)
-    except (InvalidWheelFilename, InvalidVersion):
-        return False
-    return True
 
 
 def _python_of(tag: Tag) -> str:

@@ -201,17 +201,11 @@ def _patched_members(data: bytes, filename: str) -> PatchedMembers:
     shown: Dict[str, bytes] = {}
     for member in archive.members:
         name = member.info.filename
-        hasher = hashlib.sha256()
-        kept: Optional[List[bytes]] = [] if _is_shown(name) else None
-        for piece in archive.pieces(member):
-            hasher.update(piece)
-            if kept is not None:
-                kept.append(piece)
-            if kept is not None and sum(len(p) for p in kept) > MAX_DIFFED_BYTES:
-                kept = None
+        limit = MAX_DIFFED_BYTES if _is_shown(name) else None
+        hasher, kept = archive.digest(member, keep_up_to=limit)
         digests[name] = hasher.hexdigest()
         if kept is not None:
-            shown[name] = b"".join(kept)
+            shown[name] = kept
     return PatchedMembers(digests, shown)
 
 

@@ -78,6 +78,7 @@ __all__ = [
     "ZipArchive",
     "ZipMember",
     "check_sizes",
+    "is_wheel_filename",
     "new_entry",
     "parse_headers",
     "parse_wheel_name",
@@ -200,6 +201,15 @@ class WheelName:
     written_name: str
     written_version: str
     written_tags: str
+
+
+def is_wheel_filename(filename: str) -> bool:
+    """Whether ``filename`` is a valid wheel file name (``packaging``'s rules)."""
+    try:
+        parse_wheel_filename(filename)
+    except (InvalidWheelFilename, InvalidVersion):
+        return False
+    return True
 
 
 def parse_wheel_name(filename: str) -> WheelName:
@@ -457,16 +467,12 @@ def _read_members(
     problems = []
     for member in files:
         name = member.info.filename
-        hasher = hashlib.sha256()
-        kept: Optional[List[bytes]] = [] if keep(name) else None
-        for piece in archive.pieces(member):
-            hasher.update(piece)
-            if kept is not None:
-                kept.append(piece)
+        limit = member.info.file_size if keep(name) else None
+        hasher, kept = archive.digest(member, keep_up_to=limit)
         if name not in skipped and _record_digest(hasher) != record[name][0]:
             problems.append(f"{name} does not match its RECORD hash")
         if kept is not None:
-            members[name] = b"".join(kept)
+            members[name] = kept
     _raise_problems(filename, problems)
     return members
 
@@ -535,6 +541,24 @@ class ZipArchive:
     def unpack(self, member: ZipMember) -> bytes:
         """The member's bytes, checked as :meth:`pieces` checks them."""
         return b"".join(self.pieces(member))
+
+    def digest(
+        self, member: ZipMember, *, keep_up_to: Optional[int] = None
+    ) -> Tuple["hashlib._Hash", Optional[bytes]]:
+        """The member's sha256 and, where ``keep_up_to`` is given, its bytes if they are no
+        more than that many (else ``None``): read once, one piece in memory at a time beside
+        what is kept."""
+        hasher = hashlib.sha256()
+        kept: Optional[List[bytes]] = None if keep_up_to is None else []
+        size = 0
+        for piece in self.pieces(member):
+            hasher.update(piece)
+            size += len(piece)
+            if kept is not None and keep_up_to is not None and size > keep_up_to:
+                kept = None
+            if kept is not None:
+                kept.append(piece)
+        return hasher, None if kept is None else b"".join(kept)
 
     def pieces(self, member: ZipMember) -> Iterator[bytes]:
         """The member's bytes in pieces of at most 1 MiB (a caller that hashes them holds one
