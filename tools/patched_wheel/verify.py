@@ -375,35 +375,31 @@ def verify_patched_wheel(
 ) -> Verification:
     """Compare a patched wheel with the official wheel plus the overlay its record names.
 
-    ``base_wheel`` and ``overlay`` are given, or fetched (pip, cache) and found (in
-    ``repository``'s working tree or git history); each must be the one the record names.
-    ``unlocked`` accepts a base the lock does not know; ``releases`` is the registry of
-    overlays (``None``: the repository's).
+    ``base_wheel`` and ``overlay`` are given, or fetched and found (``repository``'s tree or
+    history); each must be the one the record names. ``unlocked`` accepts a base the lock
+    does not know; ``releases`` is the registry of overlays (``None``: the repository's).
 
     Raises:
         PatchError: If the wheel cannot be read, its record is missing or disagrees with it,
-            the lock or the registry, or the base or overlay cannot be had. Differences
-            between the wheels are in the result.
+            the lock or the registry, or the base or overlay cannot be had (differences
+            between the wheels are in the result).
     """
     # 1. The patched wheel, read once; the plan of the base and overlay its record names.
     patched_wheel = Path(patched_wheel)
     data = _read_patched(patched_wheel)
     sources = _Sources(base_wheel, overlay, cache_dir, unlocked, repository)
     plan = _recorded_plan(patched_wheel.name, data, sources, lock, releases)
-    official = plan.base
-
     # 2. What the patched wheel must hold (the build's plan), and where it does not.
     expected = expected_members(plan)
     differences, patched_members = _differences(expected, data, patched_wheel.name)
-
     # 3. The summary: files that are the official ones byte for byte, and the diff.
     return Verification(
-        patched_wheel=patched_wheel.name,
-        official_wheel=official.filename,
-        official_sha256=official.sha256,
-        in_lock=official.filename in lock.wheels,
+        patched_wheel.name,
+        plan.base.filename,
+        plan.base.sha256,
+        in_lock=plan.base.filename in lock.wheels,
         identical=_identical(plan, expected, patched_members),
-        utils_diff=_utils_diff(official, patched_members),
+        utils_diff=_utils_diff(plan.base, patched_members),
         differences=tuple(differences),
     )
 
