@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -20,9 +21,9 @@ from patched_wheel.__main__ import main
 from patched_wheel.index import IndexedWheel, index_pages
 from patched_wheel.index import write_simple_index as write_index
 from patched_wheel.lock import load_lock
-from patched_wheel.overlay import read_overlay
 from patched_wheel.paths import DEFAULT_CACHE_DIR
 from patched_wheel.request import BaseRequest
+from patched_wheel.verify import listing_refusal
 from uv import find_uv_bin
 from wheel_helpers import LABEL, fetch
 
@@ -65,8 +66,10 @@ def links(page: str) -> List[Tuple[str, str | None, str]]:
 
 
 def write_simple_index(folder: Path) -> Path:
-    """The index of ``folder``, its wheels verified against the lock and this overlay."""
-    return write_index(folder, lock=load_lock(), overlay=read_overlay())
+    """The index of ``folder``, its wheels verified as the commands verify them: against the
+    lock, and the overlay each wheel's record names."""
+    check = functools.partial(listing_refusal, lock=load_lock(), cache_dir=DEFAULT_CACHE_DIR)
+    return write_index(folder, check=check)
 
 
 @pytest.fixture(scope="module")

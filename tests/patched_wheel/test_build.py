@@ -12,7 +12,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Set, Tuple
 
 import pytest
 from patched_wheel import PatchError
@@ -270,3 +270,37 @@ def test_the_core_never_imports_the_network() -> None:
         check=True,
     )
     assert completed.stdout.strip() == "[]"
+
+
+def _package_imports() -> Dict[str, Set[str]]:
+    """Module -> the modules of ``patched_wheel`` it imports (``__init__`` for the package)."""
+    folder = OVERLAY.parents[3] / "tools" / "patched_wheel"
+    modules = {path.stem for path in folder.glob("*.py")}
+    graph: Dict[str, Set[str]] = {}
+    for name in modules:
+        tree = ast.parse((folder / f"{name}.py").read_text(encoding="utf-8"))
+        found = {
+            node.module.split(".")[1] if "." in node.module else "__init__"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.module.split(".")[0] == "patched_wheel"
+        }
+        graph[name] = (found & modules) - {name}
+    return graph
+
+
+def test_the_package_imports_in_seven_floors_without_cycles() -> None:
+    """The import graph of tools/patched_wheel: no cycle, and no chain of imports longer than
+    seven modules (the package's ``__init__`` counted), one fewer than before issue 18."""
+    graph = _package_imports()
+    floors: Dict[str, int] = {}
+
+    def floor(name: str, path: Tuple[str, ...]) -> int:
+        assert name not in path, f"import cycle: {' -> '.join(path + (name,))}"
+        if name not in floors:
+            floors[name] = 1 + max((floor(d, path + (name,)) for d in graph[name]), default=0)
+        return floors[name]
+
+    highest = max(floor(name, ()) for name in graph)
+    assert highest <= 7, {name: f for name, f in floors.items() if f == highest}

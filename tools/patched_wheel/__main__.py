@@ -17,6 +17,7 @@ setting is one :class:`~patched_wheel.PatchError`, printed as ``error: ...`` wit
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import logging
@@ -86,6 +87,7 @@ from patched_wheel.verify import (  # noqa: E402
     SHOWN_DIFF_LINES,
     SHOWN_DIFFERENCES,
     format_report,
+    listing_refusal,
     verdict,
     verify_patched_wheel,
 )
@@ -161,9 +163,10 @@ def _matrix(args: argparse.Namespace) -> int:
     print(summary(entries))
     print(f"wheels and supported_matrix.json in {args.out}")
     if any(entry.patched_wheel for entry in entries):
-        index_dir = write_simple_index(
-            args.out, lock=load_lock(args.lock), overlay=overlay, cache_dir=args.cache
+        check = functools.partial(
+            listing_refusal, lock=load_lock(args.lock), overlay=overlay, cache_dir=args.cache
         )
+        index_dir = write_simple_index(args.out, check=check)
         print(f"simple index in {index_dir}")
     if args.update_docs:
         update_docs(entries, docs_matrix=DOCS_MATRIX, readme=README)
@@ -175,12 +178,13 @@ def _matrix(args: argparse.Namespace) -> int:
 
 
 def _index(args: argparse.Namespace) -> int:
-    index_dir = write_simple_index(
-        args.dir,
+    check = functools.partial(
+        listing_refusal,
         lock=load_lock(args.lock),
         overlay=None if args.overlay is None else read_overlay(args.overlay),
         cache_dir=args.cache,
     )
+    index_dir = write_simple_index(args.dir, check=check)
     print(
         f"{index_dir}: pip install --extra-index-url {index_dir.resolve().as_uri()} torch_tensorrt"
     )

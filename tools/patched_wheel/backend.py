@@ -36,7 +36,7 @@ from typing import Dict, Iterator, List, Optional, Tuple, Union
 
 from patched_wheel import PatchError
 from patched_wheel.build import current_label
-from patched_wheel.choice import BaseChoice, choice_from_environment
+from patched_wheel.choice import choice_from_environment
 from patched_wheel.console import logging_configured
 from patched_wheel.lock import load_lock
 from patched_wheel.make import make_patched_wheel, patched_metadata
@@ -44,6 +44,7 @@ from patched_wheel.overlay import read_overlay
 from patched_wheel.paths import DEFAULT_OVERLAY, LOCK_FILE, REPOSITORY
 from patched_wheel.plan import patched_version
 from patched_wheel.provenance import REVISION_FILE, write_revision_file
+from patched_wheel.request import BaseChoice
 from patched_wheel.wheelfile import parse_wheel_name
 
 __all__ = [

@@ -28,7 +28,7 @@ from typing import Callable, Mapping, Optional
 from patched_wheel import PatchError
 from patched_wheel.installed import INSTALLED, installed_request
 from patched_wheel.policy import DEFAULT_RELEASE, canonical_python, canonical_release
-from patched_wheel.request import BaseRequest
+from patched_wheel.request import BaseChoice, BaseRequest
 
 __all__ = [
     "BaseChoice",
@@ -50,20 +50,6 @@ VARIABLES = ("TORCHTRT_BASE_WHEEL", *_REQUEST_VARIABLES, "TORCHTRT_BASE_UNLOCKED
 # How alike a name must be to one of VARIABLES to count as a misspelling of it (difflib's
 # ratio): TORCHTRT_BSAE_VERSION is (0.95), upstream's TORCHTRT_ENABLE_BUILDER_MALLOC_TRIM is not.
 _NEAR_MISS = 0.85
-
-
-@dataclass(frozen=True)
-class BaseChoice:
-    """A wheel file (``wheel``), or else a release to fetch (``request``).
-
-    ``wheel_source`` names where the wheel's path came from, for messages; ``unlocked``
-    lets a base the lock does not know through.
-    """
-
-    request: BaseRequest = field(default_factory=lambda: BaseRequest(DEFAULT_RELEASE))
-    wheel: Optional[Path] = None
-    wheel_source: str = "--base-wheel"
-    unlocked: bool = False
 
 
 def canonical_platform(value: str) -> str:

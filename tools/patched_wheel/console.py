@@ -7,7 +7,7 @@ import logging
 import sys
 from typing import Iterator
 
-__all__ = ["configure_logging", "logging_configured"]
+__all__ = ["configure_logging", "escaped", "logging_configured"]
 
 logger = logging.getLogger("patched_wheel")
 
@@ -41,3 +41,9 @@ def logging_configured() -> Iterator[None]:
         yield
     finally:
         logger.handlers[:], logger.level, logger.propagate = saved
+
+
+def escaped(text: str) -> str:
+    """``text`` as a terminal may show it: every character it would act on (escape sequences,
+    carriage returns, bidirectional overrides) written as a Python escape instead."""
+    return "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in text)

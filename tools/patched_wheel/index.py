@@ -8,12 +8,13 @@ wheels the running Python cannot use without downloading them. Links are relativ
 (``../../<wheel>``), so the folder works as it is: from the disk
 (``--index-url file://DIR/simple``) or behind any static web host.
 
-Only wheels that pass ``verify`` are listed: patched wheels of this project whose official
-wheel the lock knows, each the official wheel plus this checkout's overlay and nothing else
-(:func:`~patched_wheel.verify.verify_patched_wheel`). A wheel of another project (an index
+Only wheels of this project that pass the caller's ``check`` are listed; the commands pass
+``verify`` (:func:`~patched_wheel.verify.listing_refusal`: patched wheels whose official wheel
+the lock knows, each the official wheel plus the overlay its record names and nothing else),
+so this module knows pages, not how a wheel is verified. A wheel of another project (an index
 that serves ``torch`` or ``tensorrt`` next to the patched wheels invites dependency
-confusion), an official or otherwise unpatched wheel, and a tampered one are refused, one line
-each, and nothing is written.
+confusion) and every wheel the check refuses (an official or otherwise unpatched wheel, a
+tampered one) are refused, one line each, and nothing is written.
 
 The pages are made by a pure function, :func:`index_pages`, from the wheels' names, digests
 and Python requirements; the files are written one by one under a temporary name and renamed,
@@ -26,21 +27,19 @@ import html
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 from urllib.parse import quote
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from patched_wheel import PatchError
+from patched_wheel.console import escaped
 from patched_wheel.files import write_text_atomically
-from patched_wheel.lock import Lock
-from patched_wheel.paths import DEFAULT_CACHE_DIR
 from patched_wheel.policy import PROJECT
-from patched_wheel.splice import OverlayParts
-from patched_wheel.verify import escaped, verdict, verify_patched_wheel
 from patched_wheel.wheelfile import parse_headers, parse_wheel_name, read_wheel, read_wheel_file
 
 __all__ = [
     "INDEX_DIR_NAME",
+    "ListingCheck",
     "IndexedWheel",
     "index_pages",
     "read_indexed_wheel",
@@ -51,6 +50,9 @@ logger = logging.getLogger(__name__)
 
 # The folder, inside the wheels' folder, that holds the index.
 INDEX_DIR_NAME = "simple"
+
+# Why a wheel may not be listed, in one line, or ``None`` where it may.
+ListingCheck = Callable[[Path], Optional[str]]
 
 _PAGE = """\
 <!DOCTYPE html>
@@ -145,25 +147,12 @@ def _foreign(path: Path) -> Optional[str]:
     return None
 
 
-def _verify_problem(
-    path: Path, *, lock: Lock, overlay: Optional[OverlayParts], cache_dir: Path
-) -> Optional[str]:
-    """Why verify refuses the wheel (an unpatched one by its name), in one line, or ``None``."""
-    try:
-        verification = verify_patched_wheel(path, lock=lock, overlay=overlay, cache_dir=cache_dir)
-    except PatchError as error:
-        return str(error)
-    return None if verification.verified else verdict(verification)
-
-
-def _listed(
-    path: Path, *, lock: Lock, overlay: Optional[OverlayParts], cache_dir: Path
-) -> IndexedWheel:
-    """The index's entry of a wheel that passes verify, its sha256 that of the bytes verified
-    (read before and after verify: a file changed meanwhile is refused)."""
+def _listed(path: Path, check: ListingCheck) -> IndexedWheel:
+    """The index's entry of a wheel that passes the check, its sha256 that of the bytes
+    checked (read before and after the check: a file changed meanwhile is refused)."""
     problem = _foreign(path)
     before = None if problem else read_indexed_wheel(path)
-    problem = problem or _verify_problem(path, lock=lock, overlay=overlay, cache_dir=cache_dir)
+    problem = problem or check(path)
     if problem is None and read_indexed_wheel(path) != before:
         problem = f"{path.name}: changed while it was being verified; index the folder again"
     if problem is not None or before is None:
@@ -171,14 +160,12 @@ def _listed(
     return before
 
 
-def _verified_wheels(
-    paths: Sequence[Path], *, lock: Lock, overlay: Optional[OverlayParts], cache_dir: Path
-) -> List[IndexedWheel]:
+def _checked_wheels(paths: Sequence[Path], check: ListingCheck) -> List[IndexedWheel]:
     """Every wheel's entry; every refusal is logged, one line each, then the first raised."""
     listed, problems = [], []
     for path in paths:
         try:
-            listed.append(_listed(path, lock=lock, overlay=overlay, cache_dir=cache_dir))
+            listed.append(_listed(path, check))
         except PatchError as error:
             problems.append(str(error))
     if len(problems) > 1:
@@ -193,19 +180,12 @@ def _verified_wheels(
     return listed
 
 
-def write_simple_index(
-    wheel_dir: Path,
-    *,
-    lock: Lock,
-    overlay: Optional[OverlayParts] = None,
-    cache_dir: Path = DEFAULT_CACHE_DIR,
-) -> Path:
+def write_simple_index(wheel_dir: Path, *, check: ListingCheck) -> Path:
     """Write the simple index of the wheels in ``wheel_dir`` into ``wheel_dir/simple``.
 
     Only the ``*.whl`` files directly in ``wheel_dir`` are considered (hidden ones, such as the
-    build's temporary files, are not), and each must pass verify against ``lock`` and the
-    overlay its record names (``overlay``, where given, instead; its official wheel taken from
-    ``cache_dir``, else fetched), so that an index may hold the wheels of several overlays. Pages already
+    build's temporary files, are not), and each must be a wheel of this project that ``check``
+    passes (the commands pass :func:`~patched_wheel.verify.listing_refusal`). Pages already
     there are replaced; a project page whose wheels are all gone is left, but the project
     list no longer links it.
 
@@ -226,7 +206,7 @@ def write_simple_index(
             f"'python tools/patched_wheel matrix --out {wheel_dir}'"
         )
     index_dir = wheel_dir / INDEX_DIR_NAME
-    wheels = _verified_wheels(paths, lock=lock, overlay=overlay, cache_dir=cache_dir)
+    wheels = _checked_wheels(paths, check)
     pages = index_pages(wheels)
     # The project list last, so that it never links a page not yet written.
     for relative in sorted(pages, key=lambda name: name == "index.html"):

@@ -22,7 +22,7 @@ from packaging.tags import Tag, parse_tag
 from packaging.version import InvalidVersion, Version
 from patched_wheel import PatchError
 from patched_wheel.labels import split_label
-from patched_wheel.lock import UNLOCKED_OPT_IN
+from patched_wheel.policy import UNLOCKED_OPT_IN
 from patched_wheel.request import BaseRequest
 from patched_wheel.wheelfile import parse_headers
 

@@ -22,7 +22,13 @@ from packaging.version import InvalidVersion, Version
 from patched_wheel import PatchError
 from patched_wheel.files import write_text_atomically
 from patched_wheel.paths import LOCK_FILE
-from patched_wheel.policy import FIXES, PROJECT, SUPPORTED_RELEASES, supported_releases_text
+from patched_wheel.policy import (
+    FIXES,
+    PROJECT,
+    SUPPORTED_RELEASES,
+    UNLOCKED_OPT_IN,
+    supported_releases_text,
+)
 from patched_wheel.request import BaseRequest, platforms_serving
 from patched_wheel.wheelfile import is_wheel_filename
 
@@ -34,9 +40,6 @@ _ABOUT = (
     "sha256 of the official torch-tensorrt wheels on PyPI, by file name. "
     "Refresh with: python tools/patched_wheel lock"
 )
-
-# What a user reads when a base is unknown to the lock: the two ways to opt in.
-UNLOCKED_OPT_IN = "set TORCHTRT_BASE_UNLOCKED=1 (or pass build --unlocked)"
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Optional, Tuple
 
 from patched_wheel.build import build_origin, build_patched_wheel
-from patched_wheel.choice import BaseChoice
 from patched_wheel.lock import Lock
 from patched_wheel.overlay import read_overlay
 from patched_wheel.paths import DEFAULT_CACHE_DIR
 from patched_wheel.plan import plan_patch
+from patched_wheel.request import BaseChoice
 from patched_wheel.resolve import resolve_base
 from patched_wheel.splice import OverlayParts
 

@@ -23,6 +23,7 @@ __all__ = [
     "PYTHONS",
     "SUPPORTED_RELEASES",
     "TARGET",
+    "UNLOCKED_OPT_IN",
     "canonical_python",
     "canonical_release",
     "supported_releases_text",
@@ -37,6 +38,9 @@ DEFAULT_RELEASE = SUPPORTED_RELEASES[-1]
 # Platforms and Python versions the matrix and lock commands ask the index for.
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_28_aarch64", "win_amd64")
 PYTHONS = ("3.10", "3.11", "3.12", "3.13", "3.14")
+
+# How a user lets a base the lock does not know through, as messages say it.
+UNLOCKED_OPT_IN = "set TORCHTRT_BASE_UNLOCKED=1 (or pass build --unlocked)"
 
 # The module of the base that the overlay is spliced into.
 TARGET = "torch_tensorrt/dynamo/utils.py"

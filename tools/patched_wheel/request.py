@@ -10,13 +10,14 @@ decided without importing the network.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import FrozenSet, List, Optional, Sequence
 
 from packaging import tags
-from patched_wheel.policy import PROJECT
+from patched_wheel.policy import DEFAULT_RELEASE, PROJECT
 
-__all__ = ["BaseRequest", "acceptable_tags", "platforms_serving"]
+__all__ = ["BaseChoice", "BaseRequest", "acceptable_tags", "platforms_serving"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,20 @@ class BaseRequest:
         platform = self.platform or "this platform"
         python = f"Python {self.python}" if self.python else "this Python"
         return f"{PROJECT}=={self.release} for {python} on {platform}"
+
+
+@dataclass(frozen=True)
+class BaseChoice:
+    """A wheel file (``wheel``), or else a release to fetch (``request``).
+
+    ``wheel_source`` names where the wheel's path came from, for messages; ``unlocked``
+    lets a base the lock does not know through.
+    """
+
+    request: BaseRequest = field(default_factory=lambda: BaseRequest(DEFAULT_RELEASE))
+    wheel: Optional[Path] = None
+    wheel_source: str = "--base-wheel"
+    unlocked: bool = False
 
 
 def platforms_serving(platform: Optional[str]) -> List[str]:

@@ -18,12 +18,11 @@ from typing import Mapping, Optional
 
 from patched_wheel import PatchError
 from patched_wheel.base import read_base, verify_base
-from patched_wheel.choice import BaseChoice
 from patched_wheel.download import IndexFile, fetch_locked, pip_download
 from patched_wheel.files import write_atomically
 from patched_wheel.lock import Lock
 from patched_wheel.paths import DEFAULT_CACHE_DIR
-from patched_wheel.request import BaseRequest, acceptable_tags
+from patched_wheel.request import BaseChoice, BaseRequest, acceptable_tags
 from patched_wheel.wheelfile import Wheel
 
 __all__ = ["ensure_cached", "fetch_base", "official_name", "resolve_base", "usable_cache"]

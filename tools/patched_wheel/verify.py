@@ -32,6 +32,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from patched_wheel import PatchError
 from patched_wheel.base import read_base
+from patched_wheel.console import escaped
 from patched_wheel.labels import OverlayReleases, load_overlay_releases
 from patched_wheel.lock import Lock
 from patched_wheel.origin import (
@@ -68,8 +69,8 @@ __all__ = [
     "Verification",
     "compare_members",
     "expected_members",
-    "escaped",
     "format_report",
+    "listing_refusal",
     "official_wheel_name",
     "verdict",
     "verify_patched_wheel",
@@ -216,12 +217,6 @@ def expected_members(plan: PatchPlan) -> Dict[str, bytes]:
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def escaped(text: str) -> str:
-    """``text`` as a terminal may show it: every character it would act on (escape sequences,
-    carriage returns, bidirectional overrides) written as a Python escape instead."""
-    return "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in text)
 
 
 def _changed_detail(path: str, expected: bytes, actual: Optional[bytes], sha256: str) -> str:
@@ -434,6 +429,19 @@ def verdict(verification: Verification) -> str:
         f"plus this repository's overlay in {count} {'file' if count == 1 else 'files'} "
         "(listed above); do not install it"
     )
+
+
+def listing_refusal(
+    path: Path, *, lock: Lock, overlay: Optional[OverlayParts] = None, cache_dir: Path
+) -> Optional[str]:
+    """Why an index may not list the wheel at ``path``, in one line, or ``None`` where verify
+    accepts it (the check the ``index`` and ``matrix`` commands give
+    :func:`~patched_wheel.index.write_simple_index`)."""
+    try:
+        verification = verify_patched_wheel(path, lock=lock, overlay=overlay, cache_dir=cache_dir)
+    except PatchError as error:
+        return str(error)
+    return None if verification.verified else verdict(verification)
 
 
 def format_report(verification: Verification, *, full_diff: bool = False) -> str:
