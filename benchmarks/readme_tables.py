@@ -477,7 +477,7 @@ def build_speed(results: Path = RESULTS) -> Table:
             f"{one['median_s']:.2f} s",
         ],
         [
-            "`pip wheel . --no-deps -w dist`, download included",
+            "`pip wheel . --no-deps -w dist`, base cached (pip's isolated build included)",
             _seconds(figures["pip_wheel"]["seconds"]),
         ],
         [
