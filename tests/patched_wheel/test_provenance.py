@@ -465,6 +465,35 @@ def test_a_record_that_lies_is_refused_naming_what(
     assert message in str(error.value)
 
 
+@pytest.mark.parametrize(
+    "changes, problem",
+    [
+        pytest.param(
+            {"revision": "--output=OUTSIDE"},
+            "its revision is neither a git commit id nor 'unknown'",
+            id="revision-as-git-option",
+        ),
+        pytest.param(
+            {"overlay_sha256": "\x1b[2J" + "0" * 60},
+            "its overlay_sha256 is not a sha256 in hex",
+            id="digest-with-terminal-escape",
+        ),
+    ],
+)
+def test_a_record_field_no_build_writes_is_refused_before_use(
+    history: History, tmp_path: Path, changes: Dict[str, str], problem: str
+) -> None:
+    """A record's revision goes to git's command line; as ``--output=FILE`` it would make git
+    write a file. Such fields are refused when the record is read, and nothing is written."""
+    outside = tmp_path / "written-by-git"
+    changes = {k: v.replace("OUTSIDE", str(outside)) for k, v in changes.items()}
+    tampered = _with_record(history, tmp_path, **changes)
+    with pytest.raises(PatchError) as error:
+        _verify_in_process(history, tampered)
+    assert problem in str(error.value)
+    assert not outside.exists()
+
+
 def test_a_wheel_without_a_record_is_refused(history: History, tmp_path: Path) -> None:
     name = _record_name(history.wheel)
 

@@ -56,12 +56,16 @@ def _candidates(repository: Path, revision: str) -> Iterator[FoundOverlay]:
         yield FoundOverlay(working.read_bytes(), f"the working tree's {OVERLAY_PATH}")
     if not (repository / ".git").exists():
         return
+    # --end-of-options (git 2.24+): nothing from a record reaches git as an option; an older git
+    # refuses the call, and the overlay is then not found there, which the caller says.
     if revision != UNKNOWN:
-        at_revision = _git_bytes(repository, "show", f"{revision}:{OVERLAY_PATH}")
+        at_revision = _git_bytes(
+            repository, "show", "--end-of-options", f"{revision}:{OVERLAY_PATH}"
+        )
         if at_revision is not None:
             yield FoundOverlay(at_revision, f"{OVERLAY_PATH} at revision {revision}")
     for commit in _commits_touching_overlay(repository):
-        data = _git_bytes(repository, "show", f"{commit}:{OVERLAY_PATH}")
+        data = _git_bytes(repository, "show", "--end-of-options", f"{commit}:{OVERLAY_PATH}")
         if data is not None:
             yield FoundOverlay(data, f"{OVERLAY_PATH} at commit {commit} (from git log)")
 

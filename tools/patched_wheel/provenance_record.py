@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -152,6 +153,24 @@ def _from_document(document: Any) -> ProvenanceRecord:
     )
 
 
+# What the record's fields may hold: a revision is a git commit id (SHA-1 or SHA-256) or
+# "unknown", every digest a sha256. Checked before any field reaches a message or git's
+# command line, where a value such as "--output=FILE" would be read as an option.
+_REVISION = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}|unknown")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _field_problem(record: ProvenanceRecord) -> Optional[str]:
+    """Which field holds what a record of this tool never does, or ``None``."""
+    if not _REVISION.fullmatch(record.revision):
+        return "its revision is neither a git commit id nor 'unknown'"
+    digests = ("base_sha256", "overlay_sha256", "tool_sha256")
+    for name in digests:
+        if not _SHA256.fullmatch(getattr(record, name)):
+            return f"its {name} is not a sha256 in hex"
+    return None
+
+
 def parse_record(data: bytes, what: str) -> ProvenanceRecord:
     """The record in ``data`` (``what`` names where it came from).
 
@@ -167,6 +186,12 @@ def parse_record(data: bytes, what: str) -> ProvenanceRecord:
             f"{what}: not a provenance record this tool writes ({type(error).__name__}: "
             f"{error}); the wheel's record was altered or made by something else"
         ) from None
+    problem = _field_problem(record)
+    if problem is not None:
+        raise PatchError(
+            f"{what}: not a provenance record this tool writes ({problem}); the wheel's "
+            "record was altered or made by something else"
+        )
     if record_bytes(record) != data:
         raise PatchError(
             f"{what}: the provenance record is not as the build writes it (fields added, "
