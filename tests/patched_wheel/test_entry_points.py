@@ -372,12 +372,16 @@ def test_matrix_command(
     ]
 
 
+# A patched wheel's name as the matrix gives it: the label in it is what the docs record.
+PATCHED_NAME = f"torch_tensorrt-2.14.0+{LABEL}-cp312-cp312-win_amd64.whl"
+
+
 def test_update_docs_rewrites_only_the_marked_table(tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
     readme.write_text(f"before\n{START_MARKER}\nold\n{END_MARKER}\nafter\n")
     entries = [
-        MatrixEntry("2.14.0", "win_amd64", "3.12", "b.whl", "p.whl", 1.0),
-        MatrixEntry("2.14.0", "manylinux_2_28_x86_64", "3.10", "b.whl", "p.whl", 1.0),
+        MatrixEntry("2.14.0", "win_amd64", "3.12", "b.whl", PATCHED_NAME, 1.0),
+        MatrixEntry("2.14.0", "manylinux_2_28_x86_64", "3.10", "b.whl", PATCHED_NAME, 1.0),
     ]
     update_docs(entries, docs_matrix=tmp_path / "m.json", readme=readme)
     assert readme.read_text() == (
@@ -394,7 +398,7 @@ def test_update_docs_never_writes_a_partial_table(tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
     readme.write_text(f"before\n{START_MARKER}\nold\n{END_MARKER}\nafter\n")
     entries = [
-        MatrixEntry("2.14.0", "win_amd64", "3.12", "b.whl", "p.whl", 1.0),
+        MatrixEntry("2.14.0", "win_amd64", "3.12", "b.whl", PATCHED_NAME, 1.0),
         MatrixEntry("2.14.0", "manylinux_2_28_x86_64", "3.10", "c.whl", None, 1.0, "refused"),
     ]
     with pytest.raises(Exception, match=re.escape("1 of 2 wheels were not built, so the docs")):
@@ -487,6 +491,47 @@ def test_interruption_leaves_no_temporary_file(
     child.send_signal(signum)
     child.communicate(timeout=60)
     assert child.returncode != 0
+    assert list(out.iterdir()) == []
+
+
+CLI_CHILD = """\
+import sys, time, zipfile
+from pathlib import Path
+from patched_wheel.__main__ import main
+
+marker = Path(sys.argv[1])
+def stalled(self, *args, **kwargs):  # stands for a slow disk: the write takes a while
+    marker.touch()
+    time.sleep(60)
+zipfile.ZipFile.writestr = stalled
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize(
+    ("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["SIGTERM", "SIGINT"]
+)
+def test_the_command_interrupted_mid_write_says_so_in_one_line(
+    base_wheels: Dict[str, Path], tmp_path: Path, signum: int, status: int
+) -> None:
+    out, marker = tmp_path / "out", tmp_path / "writing"
+    argv = ["build", "--base-wheel", str(base_wheels["2.14.0"]), "--out", str(out)]
+    child = subprocess.Popen(
+        [sys.executable, "-c", CLI_CHILD, str(marker), *argv],
+        env=dict(os.environ, PYTHONPATH=str(REPOSITORY / "tools")),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not marker.exists() and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert marker.exists(), child.communicate()[1]
+    child.send_signal(signum)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == status
+    name = signal.Signals(signum).name
+    assert err == f"error: interrupted by {name}; nothing half-written is left\n"
     assert list(out.iterdir()) == []
 
 

@@ -144,10 +144,34 @@ def test_an_installed_patched_wheel_stands_for_its_base_release(version: str) ->
 def test_registering_gives_the_next_number_once(tmp_path: Path) -> None:
     registry = Path(shutil.copy(OVERLAY_RELEASES_FILE, tmp_path / "registry.json"))
     newest = load_overlay_releases(registry).newest
-    assert register_overlay("ab" * 32, registry) == newest + 1
-    assert register_overlay("ab" * 32, registry) == newest + 1
-    assert register_overlay(overlay_sha256(), registry) <= newest
+    assert register_overlay("ab" * 32, registry)[0] == newest + 1
+    assert register_overlay("ab" * 32, registry)[0] == newest + 1
+    assert register_overlay(overlay_sha256(), registry)[0] <= newest
     assert load_overlay_releases(registry).by_number[newest + 1] == "ab" * 32
+
+
+def test_registering_a_missing_overlay_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    registry = Path(shutil.copy(OVERLAY_RELEASES_FILE, tmp_path / "registry.json"))
+    argv = [
+        "register-overlay",
+        "--overlay",
+        str(tmp_path / "absent.py"),
+        "--registry",
+        str(registry),
+    ]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "absent.py" in err
+    assert registry.read_bytes() == OVERLAY_RELEASES_FILE.read_bytes()
+
+
+def test_a_registry_number_written_in_other_digits_is_refused(tmp_path: Path) -> None:
+    registry = tmp_path / "registry.json"
+    registry.write_text(json.dumps({"overlays": {"\u00b2": "ab" * 32}}))
+    with pytest.raises(PatchError, match="is not an overlay number"):
+        load_overlay_releases(registry)
 
 
 def test_the_register_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -478,6 +502,11 @@ def test_a_record_that_lies_is_refused_naming_what(
             "its overlay_sha256 is not a sha256 in hex",
             id="digest-with-terminal-escape",
         ),
+        pytest.param(
+            {"label": "memfix1.2\x1b[2K"},
+            "its label holds characters no build writes",
+            id="label-with-terminal-escape",
+        ),
     ],
 )
 def test_a_record_field_no_build_writes_is_refused_before_use(
@@ -492,6 +521,21 @@ def test_a_record_field_no_build_writes_is_refused_before_use(
         _verify_in_process(history, tampered)
     assert problem in str(error.value)
     assert not outside.exists()
+
+
+def test_a_record_whose_base_is_not_a_wheel_name_is_refused(
+    history: History, tmp_path: Path
+) -> None:
+    """Edited as text: the build's own writer cannot write such a record."""
+    name = _record_name(history.wheel)
+
+    def change(members: Dict[str, bytes]) -> None:
+        base = parse_record(members[name], name).base_wheel
+        members[name] = members[name].replace(f"file_name={base}".encode(), b"file_name=x.whl")
+
+    tampered = rewrite_wheel(history.wheel, tmp_path / history.wheel.name, change)
+    with pytest.raises(PatchError, match="its base wheel is not a wheel's file name"):
+        _verify_in_process(history, tampered)
 
 
 def test_a_wheel_without_a_record_is_refused(history: History, tmp_path: Path) -> None:

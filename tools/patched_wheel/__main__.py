@@ -22,6 +22,7 @@ import importlib.util
 import json
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
@@ -45,8 +46,8 @@ from patched_wheel.choice import (  # noqa: E402
     request_choice,
     unlocked_from_environment,
 )
-from patched_wheel.console import configure_logging, logging_configured  # noqa: E402
-from patched_wheel.files import write_text_atomically  # noqa: E402
+from patched_wheel.console import configure_logging, escaped, logging_configured  # noqa: E402
+from patched_wheel.files import Interrupted, write_text_atomically  # noqa: E402
 from patched_wheel.index import write_simple_index  # noqa: E402
 from patched_wheel.labels import (  # noqa: E402
     load_overlay_releases,
@@ -201,10 +202,9 @@ def _provenance(args: argparse.Namespace) -> int:
 
 
 def _register_overlay(args: argparse.Namespace) -> int:
-    sha256 = overlay_sha256(args.overlay)
-    known = load_overlay_releases(args.registry).number_of(sha256)
-    number = register_overlay(sha256, args.registry)
-    state = "already registered" if known is not None else "registered"
+    sha256 = read_overlay(args.overlay).sha256  # an overlay the build can splice, or refused
+    number, added = register_overlay(sha256, args.registry)
+    state = "registered" if added else "already registered"
     print(f"{args.overlay}: sha256 {sha256} {state} as overlay {number}: +{release_label(number)}")
     return 0
 
@@ -413,8 +413,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         try:
             status: int = args.run(args)
         except PatchError as error:
-            print(f"error: {error}", file=sys.stderr)
+            print(f"error: {escaped(str(error))}", file=sys.stderr)
             return 1
+        except KeyboardInterrupt as error:  # Ctrl-C anywhere; SIGTERM while writing
+            interrupted = error if isinstance(error, Interrupted) else Interrupted(signal.SIGINT)
+            print(f"error: {interrupted.describe()}", file=sys.stderr)
+            return interrupted.exit_status
     return status
 
 

@@ -37,7 +37,8 @@ from typing import Dict, Iterator, List, Optional, Tuple, Union
 from patched_wheel import PatchError
 from patched_wheel.build import current_label
 from patched_wheel.choice import choice_from_environment
-from patched_wheel.console import logging_configured
+from patched_wheel.console import escaped, logging_configured
+from patched_wheel.files import Interrupted
 from patched_wheel.lock import load_lock
 from patched_wheel.make import make_patched_wheel, patched_metadata
 from patched_wheel.overlay import read_overlay
@@ -82,7 +83,9 @@ def _one_line_errors() -> Iterator[None]:
         try:
             yield
         except PatchError as error:
-            raise SystemExit(f"error: {error}") from None
+            raise SystemExit(f"error: {escaped(str(error))}") from None
+        except Interrupted as error:
+            raise SystemExit(f"error: {error.describe()}") from None
 
 
 def get_requires_for_build_wheel(config_settings: ConfigSettings = None) -> List[str]:

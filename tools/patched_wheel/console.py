@@ -13,10 +13,11 @@ logger = logging.getLogger("patched_wheel")
 
 
 class _Formatter(logging.Formatter):
-    """Progress as plain lines; warnings and worse with their level, as ``warning: ...``."""
+    """Progress as plain lines; warnings and worse with their level, as ``warning: ...``.
+    Every line is escaped (:func:`escaped`): names from a wheel or an index reach it."""
 
     def format(self, record: logging.LogRecord) -> str:
-        message = super().format(record)
+        message = escaped(super().format(record))
         if record.levelno >= logging.WARNING:
             return f"{record.levelname.lower()}: {message}"
         return message

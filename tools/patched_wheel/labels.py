@@ -31,6 +31,7 @@ from patched_wheel import PatchError
 from patched_wheel.files import write_text_atomically
 from patched_wheel.paths import OVERLAY_RELEASES_FILE
 from patched_wheel.policy import LABEL_NAME
+from patched_wheel.provenance import is_sha256_hex
 
 __all__ = [
     "LEGACY_LABEL",
@@ -63,7 +64,6 @@ _ABOUT = (
 # How many hex digits of the overlay's sha256 a development label carries.
 _DEV_DIGITS = 10
 
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 _LABEL_TAIL = re.compile(rf"(?:\.([1-9][0-9]*)(?:\.dev\.g([0-9a-f]{{{_DEV_DIGITS}}}))?)?")
 
 
@@ -117,9 +117,9 @@ def _releases_from(document: object, path: Path) -> OverlayReleases:
         raise PatchError(f"{str(path)!r} has no 'overlays' object; restore it from git")
     by_number = {}
     for number, sha256 in entries.items():
-        if not (number.isdigit() and int(number) >= 2 and str(int(number)) == number):
+        if not (re.fullmatch(r"[1-9][0-9]*", number) and int(number) >= 2):
             raise PatchError(f"{str(path)!r}: {number!r} is not an overlay number (2, 3, ...)")
-        if not (isinstance(sha256, str) and _SHA256.fullmatch(sha256)):
+        if not (isinstance(sha256, str) and is_sha256_hex(sha256)):
             raise PatchError(f"{str(path)!r}: overlay {number} has no hex sha256")
         by_number[int(number)] = sha256
     if len(set(by_number.values())) != len(by_number):
@@ -140,23 +140,29 @@ def load_overlay_releases(path: Path = OVERLAY_RELEASES_FILE) -> OverlayReleases
     return _releases_from(document, Path(path))
 
 
-def register_overlay(overlay_sha256: str, path: Path = OVERLAY_RELEASES_FILE) -> int:
+def register_overlay(overlay_sha256: str, path: Path = OVERLAY_RELEASES_FILE) -> Tuple[int, bool]:
     """Release the overlay with this sha256 under the next number (or say its number).
 
     Returns:
-        Its number, new or as registered before.
+        Its number, and whether it was registered now (``False``: it was before).
     """
     releases = load_overlay_releases(path)
     known = releases.number_of(overlay_sha256)
     if known is not None:
-        return known
+        return known, False
     number = releases.newest + 1
     overlays = {
         str(n): s for n, s in sorted({**releases.by_number, number: overlay_sha256}.items())
     }
     document = {"about": _ABOUT, "overlays": overlays}
-    write_text_atomically(Path(path), json.dumps(document, indent=2) + "\n")
-    return number
+    try:
+        write_text_atomically(Path(path), json.dumps(document, indent=2) + "\n")
+    except OSError as error:
+        raise PatchError(
+            f"cannot write the registry {str(path)!r} ({error.strerror or error}); "
+            "register from a checkout you can write"
+        ) from None
+    return number, True
 
 
 def split_label(version: str) -> Tuple[str, Optional[str]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from patched_wheel.paths import DEFAULT_OVERLAY, REPOSITORY
 __all__ = [
     "REVISION_FILE",
     "UNKNOWN",
+    "is_sha256_hex",
     "SourceRevision",
     "overlay_sha256",
     "source_revision",
@@ -34,6 +36,13 @@ __all__ = [
 REVISION_FILE = ".source-revision.json"
 
 UNKNOWN = "unknown"
+
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+def is_sha256_hex(text: str) -> bool:
+    """Whether ``text`` is a sha256 as this repository writes one: 64 lowercase hex digits."""
+    return _SHA256_HEX.fullmatch(text) is not None
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,8 @@ from urllib.parse import parse_qs, quote
 from patched_wheel import PatchError
 from patched_wheel.paths import OVERLAY_PATH
 from patched_wheel.policy import PROJECT
+from patched_wheel.provenance import UNKNOWN, is_sha256_hex
+from patched_wheel.wheelfile import is_wheel_filename, parse_wheel_name
 
 __all__ = [
     "RECORD_MEMBER",
@@ -102,12 +104,12 @@ def _document(record: ProvenanceRecord) -> Dict[str, Any]:
     ancestor = {
         "type": "library",
         "name": PROJECT,
-        "version": record.base_wheel.split("-")[1],
-        "purl": _purl(record.base_wheel.split("-")[1], record.base_wheel),
+        "version": parse_wheel_name(record.base_wheel).written_version,
+        "purl": _purl(parse_wheel_name(record.base_wheel).written_version, record.base_wheel),
         "hashes": _sha256_hash(record.base_sha256),
     }
     pedigree: Dict[str, Any] = {"ancestors": [ancestor], "patches": [{"type": "backport"}]}
-    if record.revision != "unknown":
+    if record.revision != UNKNOWN:
         pedigree["commits"] = [{"uid": record.revision}]
     component = {
         "type": "library",
@@ -154,20 +156,29 @@ def _from_document(document: Any) -> ProvenanceRecord:
 
 
 # What the record's fields may hold: a revision is a git commit id (SHA-1 or SHA-256) or
-# "unknown", every digest a sha256. Checked before any field reaches a message or git's
-# command line, where a value such as "--output=FILE" would be read as an option.
-_REVISION = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}|unknown")
-_SHA256 = re.compile(r"[0-9a-f]{64}")
+# "unknown", every digest a sha256, every other field printable ASCII, the base a wheel's
+# name. Checked before any field reaches a message, a terminal or git's command line, where a
+# value such as "--output=FILE" would be read as an option.
+_REVISION = re.compile(rf"[0-9a-f]{{40}}|[0-9a-f]{{64}}|{UNKNOWN}")
 
 
 def _field_problem(record: ProvenanceRecord) -> Optional[str]:
     """Which field holds what a record of this tool never does, or ``None``."""
+    texts = ("version", "label", "base_wheel", "base_sha256", "overlay_sha256", "revision")
+    for name in texts + ("tool_sha256",):
+        if not isinstance(getattr(record, name), str):
+            return f"its {name} is not text"
     if not _REVISION.fullmatch(record.revision):
-        return "its revision is neither a git commit id nor 'unknown'"
-    digests = ("base_sha256", "overlay_sha256", "tool_sha256")
-    for name in digests:
-        if not _SHA256.fullmatch(getattr(record, name)):
+        return f"its revision is neither a git commit id nor {UNKNOWN!r}"
+    for name in ("base_sha256", "overlay_sha256", "tool_sha256"):
+        if not is_sha256_hex(getattr(record, name)):
             return f"its {name} is not a sha256 in hex"
+    for name in ("version", "label", "base_wheel"):
+        value = getattr(record, name)
+        if not (value.isascii() and value.isprintable()):
+            return f"its {name} holds characters no build writes"
+    if not is_wheel_filename(record.base_wheel):
+        return "its base wheel is not a wheel's file name"
     return None
 
 

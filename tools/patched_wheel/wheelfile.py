@@ -28,11 +28,9 @@ import hashlib
 import io
 import logging
 import os
-import signal
 import stat
 import struct
 import tempfile
-import threading
 import time
 import zipfile
 import zlib
@@ -40,7 +38,6 @@ from dataclasses import dataclass
 from email.parser import BytesParser
 from email.policy import compat32
 from pathlib import Path
-from types import FrameType
 from typing import (
     Any,
     Callable,
@@ -64,6 +61,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 from patched_wheel import PatchError
+from patched_wheel.files import signals_unwind
 
 __all__ = [
     "MAX_RECORD_BYTES",
@@ -1009,30 +1007,6 @@ def _ordered(entries: Sequence[Entry], dist_info: str) -> List[Entry]:
     return ordered
 
 
-class _Interrupted(SystemExit):
-    """SIGTERM during a write: unwinds like an exit, so the temporary file is removed."""
-
-
-def _raise_on_signal(signum: int, frame: Optional[FrameType]) -> None:
-    if signum == signal.SIGINT:
-        raise KeyboardInterrupt
-    raise _Interrupted(128 + signum)
-
-
-@contextlib.contextmanager
-def _signals_unwind() -> Iterator[None]:
-    """SIGINT and SIGTERM raise inside the block, so that its ``finally`` clauses run."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {s: signal.signal(s, _raise_on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-
 def _temporary_in(out_dir: Path, final_name: str) -> Path:
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -1092,7 +1066,7 @@ def write_wheel(out_dir: Path, filename: str, entries: Sequence[Entry], *, dist_
     """
     ordered = _ordered(entries, dist_info)
     final = Path(out_dir) / filename
-    with _signals_unwind():
+    with signals_unwind():
         temporary = _temporary_in(Path(out_dir), filename)
         try:  # a signal from here on unwinds through the finally clause below
             _write_zip(temporary, ordered)
