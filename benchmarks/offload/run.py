@@ -513,18 +513,28 @@ def run_one(size: int, mix: str, strategy: str, probes: bool) -> Optional[Dict[s
 
 
 def selected_cases(args: argparse.Namespace) -> List[Tuple[int, str, str, bool, int]]:
-    """(size, mix, strategy, probed run, timed runs) of the plan, as the options select them."""
+    """(size, mix, strategy, probed run, timed runs) of the plan, as the options select them.
+
+    Timed runs need a file of their own (``--timing-out``) unless nothing is probed
+    (``--no-probes``): otherwise they would overwrite the probed cases in ``--out``.
+    """
     if args.plan == "headline":
         cases = HEADLINE_CASES
     else:
-        timed = args.repeats if args.no_probes or args.timing_out else 0
         cases = [
-            (size, mix, strategy, not args.no_probes, timed)
+            (size, mix, strategy, True, args.repeats)
             for size, mix, names in PLANS[args.plan]
             for strategy in names
         ]
+    timed_file = bool(args.no_probes or args.timing_out)
     return [
-        (size, mix, strategy, probed and not args.no_probes and probe_wanted(args, strategy), timed)
+        (
+            size,
+            mix,
+            strategy,
+            probed and not args.no_probes and probe_wanted(args, strategy),
+            timed if timed_file else 0,
+        )
         for size, mix, strategy, probed, timed in cases
         if (not args.sizes or size in args.sizes)
         and (not args.mixes or mix in args.mixes)
