@@ -50,7 +50,6 @@ from patched_wheel.console import configure_logging, escaped, logging_configured
 from patched_wheel.files import Interrupted, write_text_atomically  # noqa: E402
 from patched_wheel.index import write_simple_index  # noqa: E402
 from patched_wheel.labels import (  # noqa: E402
-    load_overlay_releases,
     register_overlay,
     release_label,
 )
@@ -81,7 +80,6 @@ from patched_wheel.policy import (  # noqa: E402
     canonical_python,
     canonical_release,
 )
-from patched_wheel.provenance import overlay_sha256  # noqa: E402
 from patched_wheel.provenance_record import format_record  # noqa: E402
 from patched_wheel.refresh import refresh_lock  # noqa: E402
 from patched_wheel.verify import (  # noqa: E402

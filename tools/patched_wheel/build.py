@@ -16,7 +16,7 @@ from typing import List, Optional, Sequence
 
 from patched_wheel.labels import OverlayReleases, label_for, load_overlay_releases
 from patched_wheel.overlay import read_overlay
-from patched_wheel.plan import BuildOrigin, PatchPlan, patched_version, plan_patch
+from patched_wheel.plan import BuildOrigin, PatchPlan, plan_patch
 from patched_wheel.policy import FIXES, Fix
 from patched_wheel.provenance import SourceRevision, source_revision
 from patched_wheel.provenance_record import tool_sha256
@@ -27,8 +27,6 @@ __all__ = [
     "build_origin",
     "build_patched_wheel",
     "current_label",
-    "patched_entries",
-    "patched_version",
 ]
 
 logger = logging.getLogger(__name__)

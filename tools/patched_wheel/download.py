@@ -47,7 +47,6 @@ __all__ = [
     "IndexUnreachable",
     "NoSuchWheel",
     "fetch_locked",
-    "index_digests",
     "index_files",
     "index_url",
     "pip_download",
@@ -280,11 +279,6 @@ def index_files(index: str) -> Dict[str, IndexFile]:
             f": {error}); check the index's address"
         ) from None
     return _listed(files, page)
-
-
-def index_digests(index: str) -> Dict[str, str]:
-    """File name -> sha256 of every wheel of the project the index lists with a sha256."""
-    return {name: f.sha256 for name, f in index_files(index).items() if f.sha256}
 
 
 def _same_host(url: str, index: str) -> bool:

@@ -32,7 +32,7 @@ from patched_wheel.policy import (
 from patched_wheel.request import BaseRequest, platforms_serving
 from patched_wheel.wheelfile import is_wheel_filename
 
-__all__ = ["LOCK_FILE", "Lock", "load_lock", "write_lock"]
+__all__ = ["Lock", "load_lock", "write_lock"]
 
 logger = logging.getLogger(__name__)
 

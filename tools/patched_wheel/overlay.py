@@ -20,7 +20,6 @@ from patched_wheel.paths import DEFAULT_OVERLAY
 from patched_wheel.splice import OverlayParts, parse_overlay
 
 __all__ = [
-    "DEFAULT_OVERLAY",
     "OVERLAY_MODULE_NAME",
     "load_overlay",
     "overlay_from_bytes",
