@@ -1,27 +1,31 @@
 """The benchmarks' one harness: which machine and code a figure came from, saved atomically.
 
-Every benchmark here (``offload/run.py``, ``host_heap/run.py``, ``build_speed.py`` and the
-research scripts) writes its result file through :func:`save_result`, which adds a
-``provenance`` object of one shape:
+Every benchmark here (``python -m benchmarks run NAME``) writes its result file through
+:func:`save_result`, which adds a ``provenance`` object of one shape:
 
-``overlay_sha256``, ``revision``, ``dirty`` (the code, from ``patched_wheel.provenance``:
-git where the tree is a checkout, else the ``.source-revision.json`` written before the tree
-was copied to another machine), ``argv`` (``sys.argv`` as the program received it),
-``command`` (``shlex.join`` of ``python`` and argv), ``date`` (UTC, ``YYYY-MM-DDTHH:MM:SSZ``)
-and ``host`` (:func:`host_record`).
+``overlay_sha256``, ``revision``, ``dirty`` (the code: git where the tree is a checkout, else
+the ``.source-revision.json`` written before the tree was copied to another machine),
+``argv`` (``sys.argv`` as the program received it), ``command`` (the interpreter's own command
+line, ``python -m benchmarks run offload --plan headline``), ``date`` (UTC,
+``YYYY-MM-DDTHH:MM:SSZ``) and ``host`` (:func:`host_record`).
 
 The tables compare ``overlay_sha256`` with the current overlay's to mark figures measured on
-another overlay; a file without ``provenance`` counts as "overlay unknown". Result files are
-never edited after their run: a wrong field is fixed by running again.
+another overlay. Result files are never edited after their run: a wrong field is fixed by
+running again.
 
 :func:`run_in_fresh_process` runs one case of a benchmark in a process of its own and reads
 back the one JSON line it prints, so that no case inherits another's allocator state.
+
+This module imports the standard library only (torch only where a record asks for it), so a
+benchmark run as a file (``benchmarks/host_heap/run.py``) can import it as well.
 """
 
 from __future__ import annotations
 
 import datetime
+import hashlib
 import importlib.metadata
+import importlib.util
 import json
 import logging
 import os
@@ -30,15 +34,16 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 RESULTS = REPOSITORY / "benchmarks" / "results"
-if str(REPOSITORY / "tools") not in sys.path:
-    sys.path.insert(0, str(REPOSITORY / "tools"))
-
-from patched_wheel.files import write_text_atomically  # noqa: E402
-from patched_wheel.provenance import overlay_sha256, source_revision  # noqa: E402
+OVERLAY = REPOSITORY / "py" / "torch_tensorrt" / "dynamo" / "utils.py"
+# Where a copy of the repository without git keeps the revision it was copied from (the
+# build tool writes it: ``python tools/patched_wheel provenance``).
+REVISION_FILE = REPOSITORY / ".source-revision.json"
+OVERLAY_MODULE_NAME = "torchtrt_fork_overlay_utils"
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +53,53 @@ CASE_RESULT_PREFIX = "BENCHMARK_CASE_RESULT "
 
 class CaseFailed(Exception):
     """A case's process exited with an error or printed no result line."""
+
+
+def overlay_sha256() -> str:
+    """The hex sha256 of the overlay's bytes as they are on disk (as the build computes it)."""
+    return hashlib.sha256(OVERLAY.read_bytes()).hexdigest()
+
+
+def load_overlay() -> ModuleType:
+    """The overlay, imported once per process from ``py/`` (later calls return the same one)."""
+    loaded = sys.modules.get(OVERLAY_MODULE_NAME)
+    if loaded is not None:
+        return loaded
+    spec = importlib.util.spec_from_file_location(OVERLAY_MODULE_NAME, OVERLAY)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"error: cannot import the overlay {str(OVERLAY)!r}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[OVERLAY_MODULE_NAME] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def source_revision() -> Dict[str, Any]:
+    """``revision`` and ``dirty`` of this tree: from git, else the revision file, else unknown."""
+    if (REPOSITORY / ".git").exists():
+        try:
+            head = subprocess.run(
+                ["git", "-C", str(REPOSITORY), "rev-parse", "--verify", "HEAD"],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=30,
+            ).stdout.strip()
+            status = subprocess.run(
+                ["git", "-C", str(REPOSITORY), "status", "--porcelain", "--untracked-files=no"],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=30,
+            ).stdout
+            return {"revision": head, "dirty": bool(status.strip())}
+        except (OSError, subprocess.SubprocessError):
+            pass
+    try:
+        recorded = json.loads(REVISION_FILE.read_text(encoding="utf-8"))
+        return {"revision": str(recorded["revision"]), "dirty": recorded["dirty"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {"revision": "unknown", "dirty": None}  # fmt: skip
 
 
 def _read(path: str) -> Optional[str]:
@@ -97,6 +149,14 @@ def _torch_record() -> Dict[str, Optional[str]]:
     return {"torch": version, "cuda": torch.version.cuda, "device": device}
 
 
+def _device_count() -> Optional[int]:
+    if "torch" not in sys.modules:
+        return None
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
 def host_record() -> Dict[str, Any]:
     """The machine and software a figure was measured on (``provenance.host``)."""
     cpu_info = _read("/proc/cpuinfo")
@@ -116,25 +176,21 @@ def host_record() -> Dict[str, Any]:
     }
 
 
-def _device_count() -> Optional[int]:
-    if "torch" not in sys.modules:
-        return None
-    import torch
-
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
-
-
 def provenance(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
-    """Which code, command, date and host made a result file (module docstring)."""
+    """Which code, command, date and host made a result file (module docstring).
+
+    ``command`` is the interpreter's own command line (``sys.orig_argv``), so a run through
+    the dispatcher reads ``python -m benchmarks run NAME ...``, with ``python`` for whichever
+    interpreter ran it.
+    """
     arguments = list(sys.argv if argv is None else argv)
-    revision = source_revision(REPOSITORY)
+    invoked = list(getattr(sys, "orig_argv", [])[1:]) if argv is None else arguments
     now = datetime.datetime.now(datetime.timezone.utc)
     return {
         "overlay_sha256": overlay_sha256(),
-        "revision": revision.revision,
-        "dirty": revision.dirty,
+        **source_revision(),
         "argv": arguments,
-        "command": shlex.join(["python", *arguments]),
+        "command": shlex.join(["python", *(invoked or arguments)]),
         "date": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "host": host_record(),
     }
@@ -146,10 +202,15 @@ def save_result(
     """Write one result file atomically: ``benchmark``, ``provenance`` (``record``), ``body``.
 
     ``record`` is made once per run (:func:`provenance`), before the first case, so that a run
-    saved after every case keeps one date and one host record.
+    saved after every case keeps one date and one host record. The file is written under a
+    temporary name beside it, then renamed, so a reader never sees half of it.
     """
     document = {"benchmark": benchmark, "provenance": dict(record), **body}
-    write_text_atomically(Path(path), json.dumps(document, indent=1) + "\n")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
 
 
 def print_case_result(figures: Mapping[str, Any]) -> None:
@@ -160,7 +221,8 @@ def print_case_result(figures: Mapping[str, Any]) -> None:
 def run_in_fresh_process(
     command: List[str], env: Optional[Mapping[str, str]] = None, timeout_s: float = 3600.0
 ) -> Dict[str, Any]:
-    """Run one case's ``command`` (a Python script and its arguments) in a process of its own.
+    """Run one case's ``command`` (Python's arguments: a script, or ``-m`` and a module) in a
+    process of its own, from the repository's root.
 
     Returns the figures it printed with :func:`print_case_result`. Raises :class:`CaseFailed`
     with the end of its error output when it fails.
@@ -168,6 +230,7 @@ def run_in_fresh_process(
     done = subprocess.run(
         [sys.executable, *command],
         env=dict(os.environ if env is None else env),
+        cwd=REPOSITORY,
         capture_output=True,
         text=True,
         timeout=timeout_s,

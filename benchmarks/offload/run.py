@@ -9,9 +9,13 @@ by about the model size W.
 
 Strategies are named in ``benchmarks/strategies.py`` (``OFFLOAD_STRATEGIES``: ``upstream``,
 ``step-1GiB-plain``, ``fork``, ``fork-plain``, the other release steps, THP off, page-locking
-refused); a new one is an entry there.
+refused, and the designs not in the overlay); a new one is an entry there. Plans are named
+lists of cases (:data:`PLANS`): ``headline`` (the README's and the docs' figures: every shape,
+the fork against ``module.to`` and the 1 GiB step side by side), ``designs`` (the designs not
+in the overlay against it), ``steps`` (the release steps), ``shapes`` (every shape, probed and
+timed), ``two-gpus`` (a model on two GPUs).
 
-Tensor mixes (``--plan shapes`` runs the shapes of issue 10, each probed and unprobed):
+Tensor mixes:
 
 * ``llm``: an LLM-like fp16 model, untied 0.98 GiB embedding and output matrix;
 * ``small``: one 1 GiB tensor, then fp16 tensors of 2-6 MiB with a 100 MiB one every 40;
@@ -30,16 +34,18 @@ have moved. ``overshoot_floor_bytes``, the larger of it and the largest tensor, 
 overshoot to expect where tensors share segments; it is not a strict bound, since segments
 freed earlier also hand back their free blocks, which the start counted.
 
-The driver measures the host's CPU-copy ceiling (:func:`copy_ceiling`) in its own process
-before the cases and again after them, and gives each case its fraction of it
-(``fraction_of_copy_ceiling``). Result files carry ``provenance`` (``benchmarks/harness.py``).
+The driver measures, in its own process before the cases, the host's CPU-copy ceiling
+(:func:`copy_ceiling`, again after the cases) and the host's own limit (:func:`host_limit`:
+the memory bandwidth with every core, a plain large copy and a read-only pass), and gives each
+case its fraction of both: ``fraction_of_copy_ceiling``, and ``fraction_of_host_limit`` of the
+bandwidth divided by its strategy's bytes of traffic per moved byte. Result files carry
+``provenance`` (``benchmarks/harness.py``).
 
 Usage (on a machine with a GPU; each case runs in a process of its own)::
 
-    python benchmarks/offload/run.py                       # every case, saves the JSON
-    python benchmarks/offload/run.py --sizes 3 --out /tmp/offload.json
-    python benchmarks/offload/run.py --plan headline --repeats 3 --probe-strategies fork \
-        --out offload_headline.json --timing-out offload_headline_timing.json
+    python -m benchmarks run offload --plan headline --out offload_headline.json \
+        --timing-out offload_headline_timing.json
+    python -m benchmarks run offload --plan designs --sizes 8 --out /tmp/designs.json
 """
 
 from __future__ import annotations
@@ -51,86 +57,80 @@ import statistics
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import harness, strategies
+from benchmarks.harness import load_overlay
 
-import harness  # noqa: E402  (benchmarks/harness.py: provenance, atomic save, fresh processes)
-import strategies  # noqa: E402  (benchmarks/strategies.py: the registry of strategies)
-from patched_wheel.overlay import load_overlay  # noqa: E402
-
-DEFAULT_OUT = harness.RESULTS / "offload.json"
+DEFAULT_OUT = harness.RESULTS / "offload_headline.json"
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
 
-# (model size in GiB, tensor mix, strategies): the full run.
-PLAN: List[Tuple[int, str, List[str]]] = [
-    (
-        3,
-        "llm",
-        [
-            "upstream",
-            "step-1GiB-plain",
-            "fork-plain",
-            "fork",
-            "fork-step-0",
-            "fork-step-64MiB",
-            "fork-step-256MiB",
-        ],
-    ),
-    (3, "one-large", ["upstream", "fork-plain", "fork"]),
-    (
-        24,
-        "llm",
-        ["upstream", "step-1GiB-plain", "fork-plain", "fork", "fork-step-0", "fork-step-64MiB"],
-    ),
-    (64, "llm", ["upstream", "step-1GiB-plain", "fork-plain", "fork", "fork-step-0"]),
+
+@dataclass(frozen=True)
+class PlanCase:
+    """One case of a plan: a model, a strategy, whether to probe it, how many timed runs."""
+
+    size_gib: int
+    mix: str
+    strategy: str
+    probed: bool = True
+    timed: int = 1
+
+
+def _every(size_gib: int, mix: str, names: List[str]) -> List[PlanCase]:
+    return [PlanCase(size_gib, mix, name) for name in names]
+
+
+# Designs not in the overlay, each beside the shipped overlay on the same two models.
+DESIGNS = [
+    "fork",
+    "fork-chunk-32MiB",
+    "fork-chunk-64MiB",
+    "packed",
+    "packed-slab",
+    "direct-locked",
 ]
 
-# The shapes of issue 10: each case runs twice, with and without the memory probes.
-SHAPES_PLAN: List[Tuple[int, str, List[str]]] = [
-    (24, "llm", ["fork"]),
-    (64, "llm", ["fork"]),
-    (24, "small", ["fork"]),
-    (60, "small", ["fork"]),
-    (24, "fp32-64MiB", ["fork"]),
-    (15, "llama-untied", ["fork"]),
-    (14, "llama-tied", ["fork"]),
-    (61, "qwen2", ["fork"]),
-    (8, "llm", ["fork", "fork-plain", "fork-thp-never", "fork-plain-thp-never", "fork-lock-fails"]),
-]
-
-# Several GPUs: run with --plan two-gpus on a machine with two.
-TWO_GPUS_PLAN: List[Tuple[int, str, List[str]]] = [(24, "llm-2gpu", ["fork", "fork-plain"])]
-
-# Issue 19 and the README's headline tables, in one run beside the same run's CPU-copy ceiling:
-# (size GiB, mix, strategy, probed run, timed runs), most wanted first, since a run cut short
-# keeps the cases it finished. The fork against `module.to` and the 1 GiB-step plain move at
-# 24 GiB; every shape of issue 19; at 8 GiB, THP off and page-locking refused against the plain
-# path.
-HEADLINE_CASES: List[Tuple[int, str, str, bool, int]] = [
-    (24, "llm", "fork", True, 3),
-    (24, "llm", "upstream", True, 1),
-    (24, "llm", "step-1GiB-plain", True, 1),
-    (24, "small", "fork", True, 2),
-    (14, "llama-tied", "fork", True, 1),
-    (8, "llm", "fork-plain", False, 1),
-    (8, "llm", "fork-thp-never", False, 1),
-    (8, "llm", "fork-plain-thp-never", False, 1),
-    (8, "llm", "fork-lock-fails", False, 1),
-    (60, "llm", "fork", True, 1),
-    (15, "llama-untied", "fork", True, 1),
-    (61, "qwen2", "fork", False, 1),
-    (60, "small", "fork", False, 1),
-]
-
-PLANS = {
-    "issue": PLAN,
-    "shapes": SHAPES_PLAN,
-    "two-gpus": TWO_GPUS_PLAN,
-}
+# Every plan, most wanted case first (a run cut short keeps the cases it finished).
+PLANS: Dict[str, List[PlanCase]] = {
+    # The README's and docs' figures: the fork against `module.to` and the 1 GiB-step plain
+    # move at 24 GiB; every shape; at 8 GiB, THP off and page-locking refused.
+    "headline": [
+        PlanCase(24, "llm", "fork", timed=3),
+        PlanCase(24, "llm", "upstream"),
+        PlanCase(24, "llm", "step-1GiB-plain"),
+        PlanCase(24, "small", "fork", timed=2),
+        PlanCase(14, "llama-tied", "fork"),
+        PlanCase(8, "llm", "fork-plain", probed=False),
+        PlanCase(8, "llm", "fork-thp-never", probed=False),
+        PlanCase(8, "llm", "fork-plain-thp-never", probed=False),
+        PlanCase(8, "llm", "fork-lock-fails", probed=False),
+        PlanCase(60, "llm", "fork"),
+        PlanCase(15, "llama-untied", "fork"),
+        PlanCase(61, "qwen2", "fork", probed=False),
+        PlanCase(60, "small", "fork", probed=False),
+    ],
+    "designs": [case for mix in ("llm", "small") for case in _every(8, mix, DESIGNS)],
+    "steps": [
+        *_every(3, "llm", ["upstream", "step-1GiB-plain", "fork-plain", "fork", "fork-step-0",
+                           "fork-step-64MiB", "fork-step-256MiB"]),
+        *_every(3, "one-large", ["upstream", "fork-plain", "fork"]),
+        *_every(24, "llm", ["upstream", "step-1GiB-plain", "fork-plain", "fork", "fork-step-0",
+                            "fork-step-64MiB"]),
+    ],
+    "shapes": [
+        *[PlanCase(size, mix, "fork") for size, mix in (
+            (24, "llm"), (64, "llm"), (24, "small"), (60, "small"), (24, "fp32-64MiB"),
+            (15, "llama-untied"), (14, "llama-tied"), (61, "qwen2"))],
+        *_every(8, "llm", ["fork", "fork-plain", "fork-thp-never", "fork-plain-thp-never",
+                           "fork-lock-fails"]),
+    ],
+    "two-gpus": _every(24, "llm-2gpu", ["fork", "fork-plain"]),
+}  # fmt: skip
 
 
 def host_rss() -> int:
@@ -495,16 +495,117 @@ def copy_ceiling(repeats: int = 5) -> Dict[str, Any]:
     }
 
 
-def add_fractions(case: Dict[str, Any], ceiling: Dict[str, Any]) -> None:
-    """The case's GB/s as a fraction of the same run's CPU-copy ceiling (best and median)."""
+def host_limit(repeats: int = 3) -> Dict[str, Any]:
+    """The host's own limit: its memory bandwidth with every core, and what the offload's
+    steps take of it.
+
+    On 2 GiB buffers faulted in beforehand (best of ``repeats``): ``copy_GBps``, a plain
+    ``copy_`` (each copied byte is read once and written once: twice its bytes of traffic);
+    ``read_GBps``, a read-only pass (``sum``); ``write_GBps``, ``fill_``. The memory's
+    bandwidth, ``bandwidth_GBps``, is the larger of the copy's traffic and the read-only pass;
+    ``limit_GBps[n]`` is that bandwidth over ``n`` bytes of traffic per moved byte (the
+    strategies' ``traffic``). Also, each into 1 GiB: ``fault_in_GBps``, fresh huge pages
+    faulted in from every core (``MADV_POPULATE_WRITE``: the kernel's zeroing alone);
+    ``dma_pinned_GBps``, a DMA into reused page-locked memory (the link); and the bounce
+    path's CPU side, 16 MiB pieces from a page-locked chunk into fresh memory
+    (``chunked_copy_fresh_GBps``) and into memory faulted in beforehand
+    (``chunked_copy_prefaulted_GBps``), whose difference is the page zeroing's share.
+    """
+    import ctypes
+    from concurrent.futures import ThreadPoolExecutor
+
+    import torch
+
+    overlay = load_overlay()
+    cores = os.cpu_count() or 1
+    threads = torch.get_num_threads()
+    torch.set_num_threads(cores)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    pool = ThreadPoolExecutor(cores)
+    cudart = torch.cuda.cudart()
+
+    def best(action: Any, nbytes: int) -> float:
+        rates = []
+        for _ in range(repeats):
+            torch.cuda.synchronize()
+            began = time.perf_counter()
+            action()
+            torch.cuda.synchronize()
+            rates.append(nbytes / (time.perf_counter() - began) / 1e9)
+        return max(rates)
+
+    def fresh(nbytes: int) -> Any:
+        tensor = torch.empty(nbytes, dtype=torch.uint8)
+        overlay._advise_huge_pages(tensor)
+        return tensor
+
+    def fault_in() -> None:
+        tensor = fresh(GiB)
+        start = -(-tensor.data_ptr() // 4096) * 4096
+        end = tensor.data_ptr() + GiB
+        share = -(-(end - start) // cores // (2 * MiB)) * 2 * MiB
+        parts = [(a, min(share, end - a)) for a in range(start, end, share)]
+        list(pool.map(lambda part: libc.madvise(part[0], part[1], 23), parts))
+
+    figures: Dict[str, Any] = {"threads": cores}
+    try:
+        source = torch.ones(2 * GiB, dtype=torch.uint8)
+        target = torch.zeros(2 * GiB, dtype=torch.uint8)
+        figures["copy_GBps"] = best(lambda: target.copy_(source), 2 * GiB)
+        figures["read_GBps"] = best(lambda: source.view(torch.float32).sum(), 2 * GiB)
+        figures["write_GBps"] = best(lambda: target.fill_(7), 2 * GiB)
+        del source, target
+        figures["fault_in_GBps"] = best(fault_in, GiB)
+        device_source = torch.ones(GiB, dtype=torch.uint8, device="cuda")
+        pinned = torch.empty(GiB, dtype=torch.uint8)
+        assert int(cudart.cudaHostRegister(pinned.data_ptr(), GiB, 0)) == 0
+        try:
+            figures["dma_pinned_GBps"] = best(
+                lambda: pinned.copy_(device_source, non_blocking=True), GiB
+            )
+            chunk = pinned[: 16 * MiB]
+            prefaulted = torch.ones(GiB, dtype=torch.uint8)
+
+            def chunked(destination: Any) -> None:
+                for offset in range(0, GiB, 16 * MiB):
+                    destination[offset : offset + 16 * MiB].copy_(chunk)
+
+            figures["chunked_copy_fresh_GBps"] = best(lambda: chunked(fresh(GiB)), GiB)
+            figures["chunked_copy_prefaulted_GBps"] = best(lambda: chunked(prefaulted), GiB)
+            del prefaulted
+        finally:
+            cudart.cudaHostUnregister(pinned.data_ptr())
+        del device_source, pinned
+        torch.cuda.empty_cache()
+    finally:
+        torch.set_num_threads(threads)
+        pool.shutdown()
+    figures["bandwidth_GBps"] = max(2 * figures["copy_GBps"], figures["read_GBps"])
+    counts = sorted({strategy.traffic for strategy in strategies.OFFLOAD_STRATEGIES})
+    figures["limit_GBps"] = {str(n): figures["bandwidth_GBps"] / n for n in counts}
+    return figures
+
+
+def add_fractions(
+    case: Dict[str, Any], ceiling: Dict[str, Any], limit: Optional[Dict[str, Any]]
+) -> None:
+    """The case's GB/s as a fraction of the same run's CPU-copy ceiling (best and median) and
+    of the host's limit for its strategy's traffic (:func:`host_limit`)."""
     case["fraction_of_copy_ceiling"] = case["GBps"] / ceiling["GBps"]
     case["fraction_of_median_copy_ceiling"] = case["GBps"] / ceiling["median_GBps"]
+    if limit is not None:
+        traffic = strategies.offload_strategy(case["strategy"]).traffic
+        case["traffic_bytes_per_byte"] = traffic
+        case["host_limit_GBps"] = limit["limit_GBps"][str(traffic)]
+        case["fraction_of_host_limit"] = case["GBps"] / case["host_limit_GBps"]
 
 
 def run_one(size: int, mix: str, strategy: str, probes: bool) -> Optional[Dict[str, Any]]:
     """One case in a fresh process, without the fast-path switch of the caller's shell."""
     env = {k: v for k, v in os.environ.items() if k != strategies.FAST_PATH_SWITCH}
-    command = [__file__, "--case", f"{size}:{mix}:{strategy}"] + ([] if probes else ["--no-probes"])
+    command = ["-m", "benchmarks.offload.run", "--case", f"{size}:{mix}:{strategy}"]
+    command += [] if probes else ["--no-probes"]
     try:
         return harness.run_in_fresh_process(command, env)
     except harness.CaseFailed as error:
@@ -515,30 +616,23 @@ def run_one(size: int, mix: str, strategy: str, probes: bool) -> Optional[Dict[s
 def selected_cases(args: argparse.Namespace) -> List[Tuple[int, str, str, bool, int]]:
     """(size, mix, strategy, probed run, timed runs) of the plan, as the options select them.
 
-    Timed runs need a file of their own (``--timing-out``) unless nothing is probed
-    (``--no-probes``): otherwise they would overwrite the probed cases in ``--out``.
+    ``--repeats`` sets every case's timed runs. Timed runs need a file of their own
+    (``--timing-out``) unless nothing is probed (``--no-probes``): otherwise they would
+    overwrite the probed cases in ``--out``.
     """
-    if args.plan == "headline":
-        cases = HEADLINE_CASES
-    else:
-        cases = [
-            (size, mix, strategy, True, args.repeats)
-            for size, mix, names in PLANS[args.plan]
-            for strategy in names
-        ]
     timed_file = bool(args.no_probes or args.timing_out)
     return [
         (
-            size,
-            mix,
-            strategy,
-            probed and not args.no_probes and probe_wanted(args, strategy),
-            timed if timed_file else 0,
+            case.size_gib,
+            case.mix,
+            case.strategy,
+            case.probed and not args.no_probes and probe_wanted(args, case.strategy),
+            (case.timed if args.repeats is None else args.repeats) if timed_file else 0,
         )
-        for size, mix, strategy, probed, timed in cases
-        if (not args.sizes or size in args.sizes)
-        and (not args.mixes or mix in args.mixes)
-        and (not args.strategies or strategy in args.strategies)
+        for case in PLANS[args.plan]
+        if (not args.sizes or case.size_gib in args.sizes)
+        and (not args.mixes or case.mix in args.mixes)
+        and (not args.strategies or case.strategy in args.strategies)
     ]
 
 
@@ -547,10 +641,12 @@ def probe_wanted(args: argparse.Namespace, strategy: str) -> bool:
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks run offload", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--case", help=argparse.SUPPRESS)
     parser.add_argument(
-        "--plan", choices=sorted([*PLANS, "headline"]), default="issue", help="cases to run"
+        "--plan", choices=list(PLANS), default="headline", help="named list of cases to run"
     )
     parser.add_argument("--sizes", type=int, nargs="*", help="model sizes (GiB) to run")
     parser.add_argument("--mixes", nargs="*", help="tensor mixes to run")
@@ -572,8 +668,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--repeats",
         type=int,
-        default=1,
-        help="runs of each timed case, side by side (the headline plan sets its own)",
+        help="timed runs of every case, side by side (default: as the plan says)",
     )
     parser.add_argument(
         "--probe-strategies",
@@ -596,6 +691,13 @@ def main() -> int:
     warm_up_s = warm_host_memory(max(size for size, *_ in cases) + 8)
     ceiling = copy_ceiling()
     print(f"CPU-copy ceiling: {ceiling['GBps']:.2f} GB/s (median {ceiling['median_GBps']:.2f})")
+    limit = host_limit()
+    print(
+        "host limit: "
+        + ", ".join(f"{key} {value:.1f}" for key, value in limit.items() if key.endswith("GBps"))
+        + f"; per traffic count {limit['limit_GBps']}",
+        flush=True,
+    )
     probed: List[Dict[str, Any]] = []
     timed: List[Dict[str, Any]] = []
     timing_out = args.timing_out or args.out
@@ -604,6 +706,7 @@ def main() -> int:
         body = {
             "host_warm_up_s": warm_up_s,
             "copy_ceiling": ceiling,
+            "host_limit": limit,
             "total_seconds": time.perf_counter() - began,
         }
         if any(case[3] for case in cases):
@@ -618,13 +721,14 @@ def main() -> int:
             if case is None:
                 continue
             case["repeat"] = repeat
-            add_fractions(case, ceiling)
+            add_fractions(case, ceiling, limit)
             (probed if probes else timed).append(case)
             print(
                 f"{size:>3} GiB {mix:>12} {strategy:>20} {'probed' if probes else 'timed':>6}:"
                 f" overshoot {case['overshoot_W']:.3f} W"
                 f" ({case['overshoot_over_floor_MiB']:+.0f} MiB over the floor),"
-                f" {case['GBps']:.2f} GB/s = {case['fraction_of_copy_ceiling']:.2f} x ceiling",
+                f" {case['GBps']:.2f} GB/s = {case['fraction_of_copy_ceiling']:.2f} x ceiling"
+                f" = {case['fraction_of_host_limit']:.2f} x host limit",
                 flush=True,
             )
             save()

@@ -29,7 +29,7 @@ memmove threads.
 
 Usage (on a machine with a GPU)::
 
-    python benchmarks/research/host_ceilings.py --decompose --out offload_ceilings.json
+    python -m benchmarks run host-ceilings --decompose --out host_ceilings.json
 """
 
 from __future__ import annotations
@@ -50,12 +50,8 @@ from typing import Any, Callable, Dict, List, Tuple
 
 import torch
 
-BENCHMARKS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(BENCHMARKS))
-sys.path.insert(0, str(BENCHMARKS / "offload"))
-
-import harness  # noqa: E402  (benchmarks/harness.py)
-import run  # noqa: E402  (benchmarks/offload/run.py: the models and the overlay)
+from benchmarks import harness
+from benchmarks.offload import run
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -372,7 +368,7 @@ def measure_variants(args: argparse.Namespace) -> List[Dict[str, Any]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path("offload_ceilings.json"))
+    parser.add_argument("--out", type=Path, default=harness.RESULTS / "host_ceilings.json")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--mixes", nargs="*", default=MIXES)
