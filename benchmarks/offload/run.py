@@ -694,7 +694,7 @@ def main() -> int:
     limit = host_limit()
     print(
         "host limit: "
-        + ", ".join(f"{key} {value:.1f}" for key, value in limit.items() if key.endswith("GBps"))
+        + ", ".join(f"{key} {value:.1f}" for key, value in limit.items() if isinstance(value, float))
         + f"; per traffic count {limit['limit_GBps']}",
         flush=True,
     )
