@@ -74,32 +74,39 @@ def load_overlay() -> ModuleType:
     return module
 
 
+def _git(*args: str) -> Optional[str]:
+    try:
+        return subprocess.run(
+            ["git", "-C", str(REPOSITORY), *args],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def source_revision() -> Dict[str, Any]:
-    """``revision`` and ``dirty`` of this tree: from git, else the revision file, else unknown."""
-    if (REPOSITORY / ".git").exists():
-        try:
-            head = subprocess.run(
-                ["git", "-C", str(REPOSITORY), "rev-parse", "--verify", "HEAD"],
-                capture_output=True,
-                text=True,
-                check=True,
-                timeout=30,
-            ).stdout.strip()
-            status = subprocess.run(
-                ["git", "-C", str(REPOSITORY), "status", "--porcelain", "--untracked-files=no"],
-                capture_output=True,
-                text=True,
-                check=True,
-                timeout=30,
-            ).stdout
-            return {"revision": head, "dirty": bool(status.strip())}
-        except (OSError, subprocess.SubprocessError):
-            pass
+    """``revision`` and ``dirty`` of this tree.
+
+    From git where the checkout is clean. Where it is not, or where there is no git, from the
+    revision file if one was written (a tree copied to another machine travels with it, and
+    may land on an older checkout there, which git would call dirty); else git's answer, dirty;
+    else unknown.
+    """
+    head = _git("rev-parse", "--verify", "HEAD") if (REPOSITORY / ".git").exists() else None
+    status = _git("status", "--porcelain", "--untracked-files=no") if head else None
+    if head and status is not None and not status.strip():
+        return {"revision": head.strip(), "dirty": False}
     try:
         recorded = json.loads(REVISION_FILE.read_text(encoding="utf-8"))
         return {"revision": str(recorded["revision"]), "dirty": recorded["dirty"]}
     except (OSError, ValueError, KeyError, TypeError):
-        return {"revision": "unknown", "dirty": None}  # fmt: skip
+        pass
+    if head:
+        return {"revision": head.strip(), "dirty": True}
+    return {"revision": "unknown", "dirty": None}
 
 
 def _read(path: str) -> Optional[str]:

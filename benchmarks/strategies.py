@@ -104,6 +104,8 @@ def _design(name: str) -> Callable[[ModuleType], Move]:
         def make_mover(device: Any) -> Any:
             if name.startswith("chunk-"):
                 return designs.chunks(overlay, int(name[6:-3]) * MiB)(device)
+            if name.startswith("current-stream-"):
+                return designs.chunks(overlay, int(name[15:-3]) * MiB, True)(device)
             if name == "direct-locked":
                 return designs.DirectLockedMover(device, overlay)
             return designs.PackedMover(
@@ -194,6 +196,20 @@ OFFLOAD_STRATEGIES: Tuple[OffloadStrategy, ...] = (
         "design: 64 MiB chunks",
         "the fork's fast path with two 64 MiB page-locked chunks instead of 16 MiB",
         _design("chunk-64MiB"),
+        research=True,
+    ),
+    OffloadStrategy(
+        "fork-current-stream",
+        "design: current stream",
+        "the fork's fast path with its DMA on the current stream, no stream of its own",
+        _design("current-stream-16MiB"),
+        research=True,
+    ),
+    OffloadStrategy(
+        "fork-current-stream-32MiB",
+        "design: current stream, 32 MiB chunks",
+        "the fork's fast path on the current stream with two 32 MiB chunks",
+        _design("current-stream-32MiB"),
         research=True,
     ),
     OffloadStrategy(

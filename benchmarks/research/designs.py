@@ -7,7 +7,11 @@ same copy ceiling and host limit. :func:`offload` is ``deallocate_module``'s own
 steps (the overlay's release schedule and its test of which tensors take the fast path), with
 the design's mover in place of the overlay's.
 
-* ``chunks``: the overlay's mover with chunks of another size.
+* ``chunks``: the overlay's mover with chunks of another size; with ``current_stream``, its
+  DMA runs on the device's current stream instead of a stream of its own. PyTorch makes its
+  pool of side streams (32 per priority per device) at the first ``torch.cuda.Stream()`` of a
+  process, and ``benchmarks/results/fast_path_setup.json`` measured that at 70 MiB of GPU
+  memory; nothing else runs on the GPU during the move, so the DMA needs no stream of its own.
 * :class:`PackedMover`: the bounce path, where a chunk holds several small tensors: pieces of
   up to a chunk are packed into the chunk being filled, and the CPU copies a chunk's pieces
   out only when the GPU has moved on to the other one, so a 4 MiB tensor no longer waits for
@@ -76,9 +80,24 @@ def offload(
     torch.cuda.empty_cache()
 
 
-def chunks(overlay: ModuleType, chunk_bytes: int) -> Callable[[Any], Mover]:
+def chunks(
+    overlay: ModuleType, chunk_bytes: int, current_stream: bool = False
+) -> Callable[[Any], Mover]:
+    """The overlay's mover with ``chunk_bytes`` chunks, on the current stream if asked."""
+
+    class CurrentStreamMover(overlay._PinnedBounceMover):  # type: ignore[name-defined,misc]
+        def __init__(self, chunks: List[torch.Tensor], device: Any) -> None:
+            side_stream = torch.cuda.Stream
+            torch.cuda.Stream = lambda device=None: torch.cuda.current_stream(device)  # type: ignore[assignment,misc]
+            try:
+                super().__init__(chunks, device)
+            finally:
+                torch.cuda.Stream = side_stream  # type: ignore[misc]
+
+    mover_class = CurrentStreamMover if current_stream else overlay._PinnedBounceMover
+
     def make(device: Any) -> Mover:
-        mover = overlay._PinnedBounceMover.create(device, chunk_bytes)
+        mover = mover_class.create(device, chunk_bytes)
         assert mover is not None, "page-locking refused"
         return mover
 
