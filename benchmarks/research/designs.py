@@ -88,7 +88,8 @@ def chunks(
     class CurrentStreamMover(overlay._PinnedBounceMover):  # type: ignore[name-defined,misc]
         def __init__(self, chunks: List[torch.Tensor], device: Any) -> None:
             side_stream = torch.cuda.Stream
-            torch.cuda.Stream = lambda device=None: torch.cuda.current_stream(device)  # type: ignore[assignment,misc]
+            current = torch.cuda.current_stream(device)
+            torch.cuda.Stream = lambda *args, **kwargs: current  # type: ignore[assignment,misc]
             try:
                 super().__init__(chunks, device)
             finally:
