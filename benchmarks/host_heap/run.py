@@ -25,6 +25,7 @@ import logging
 import os
 import platform
 import random
+import re
 import resource
 import statistics
 import subprocess
@@ -60,6 +61,11 @@ JEMALLOC_CANDIDATES = (
     "/usr/lib64/libjemalloc.so.2",
     "/usr/lib/libjemalloc.so.2",
 )
+
+# glibc's mallopt parameter M_TRIM_THRESHOLD, and HEAP_MAX_SIZE on 64-bit: a thread arena's heaps
+# are mappings of at most this size, aligned to it (2 * DEFAULT_MMAP_THRESHOLD_MAX).
+M_TRIM_THRESHOLD = -1
+THREAD_HEAP_BYTES = 64 * MiB
 
 # Variables that change the allocator; cleared from every case's environment first so that
 # the caller's own settings cannot leak into a case.
@@ -134,12 +140,26 @@ class _Libc:
         self.memset.restype = ctypes.c_void_p
         self.mallctl: Optional[Any] = getattr(scope, "mallctl", None)
         self.mallinfo2: Optional[Any] = None
+        self.malloc_info: Optional[Any] = None
+        self.mallopt: Optional[Any] = None
         if self.mallctl is None:
             mallinfo2 = getattr(scope, "mallinfo2", None)
             if mallinfo2 is not None:
                 mallinfo2.argtypes = []
                 mallinfo2.restype = _MallInfo2
                 self.mallinfo2 = mallinfo2
+            self.malloc_info = getattr(scope, "malloc_info", None)
+            self.mallopt = getattr(scope, "mallopt", None)
+        if self.malloc_info is not None:
+            self.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+            self.open_memstream = scope.open_memstream
+            self.open_memstream.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+            self.open_memstream.restype = ctypes.c_void_p
+            self.fclose = scope.fclose
+            self.fclose.argtypes = [ctypes.c_void_p]
+        if self.mallopt is not None:
+            self.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+            self.mallopt.restype = ctypes.c_int
 
     def allocator(self) -> str:
         """Which allocator serves ``malloc``: jemalloc's version string, or glibc's."""
@@ -151,6 +171,33 @@ class _Libc:
                 return "jemalloc " + version.value.decode()
             return "jemalloc (version unknown)"
         return "glibc " + platform.libc_ver()[1]
+
+    def arena_top_bytes(self) -> Optional[List[int]]:
+        """The size of each glibc arena's top chunk, main arena first (``None`` elsewhere).
+
+        Read from ``malloc_info``'s report: an arena's ``rest`` total is its top chunk plus its
+        free chunks in bins, each bin listed in the arena's ``sizes``. ``malloc_trim(0)`` hands
+        back the whole pages of free chunks in every arena, but shrinks only the main arena's
+        top; a thread arena's top stays as it is.
+        """
+        if self.malloc_info is None:
+            return None
+        buffer, size = ctypes.c_char_p(), ctypes.c_size_t()
+        stream = self.open_memstream(ctypes.byref(buffer), ctypes.byref(size))
+        self.malloc_info(0, stream)
+        self.fclose(stream)
+        report = ctypes.string_at(buffer, size.value).decode("ascii")
+        self.free(buffer)
+        tops = []
+        for arena in re.findall(r'<heap nr="\d+">(.*?)</heap>', report, re.S):
+            rest = re.search(r'<total type="rest" count="\d+" size="(\d+)"', arena)
+            binned = re.findall(r'<(?:size|unsorted) from="\d+" to="\d+" total="(\d+)"', arena)
+            fast = re.search(r'<total type="fast" count="\d+" size="(\d+)"', arena)
+            if rest is None or fast is None:
+                return None
+            # The sizes list fast bins too, which "rest" leaves out.
+            tops.append(int(rest.group(1)) - sum(map(int, binned)) + int(fast.group(1)))
+        return tops
 
     def mmapped_bytes(self) -> Optional[int]:
         """Bytes glibc holds in mmapped chunks (``None`` under another allocator)."""
@@ -172,6 +219,27 @@ def _proc_status() -> Dict[str, int]:
 
 def _rss() -> int:
     return _proc_status()["VmRSS"]
+
+
+def _thread_heap_rss() -> int:
+    """Resident bytes of glibc's thread-arena heaps: anonymous mappings aligned to their size.
+
+    glibc maps each heap of a thread arena at an address aligned to ``THREAD_HEAP_BYTES``, and
+    never larger; other anonymous mappings (the main arena, mmapped chunks, Python's) are
+    rarely so aligned, so this is a close estimate of what the thread arenas hold.
+    """
+    total, in_heap = 0, False
+    with open("/proc/self/smaps", encoding="ascii", errors="replace") as smaps:
+        for line in smaps:
+            fields = line.split()
+            if "-" in fields[0] and len(fields) >= 5 and ":" in fields[3]:
+                start, end = (int(address, 16) for address in fields[0].split("-"))
+                anonymous = len(fields) == 5
+                in_heap = anonymous and start % THREAD_HEAP_BYTES == 0
+                in_heap = in_heap and end - start <= THREAD_HEAP_BYTES
+            elif in_heap and fields[0] == "Rss:":
+                total += int(fields[1]) * KiB
+    return total
 
 
 def _block_sizes(seed: int, share: int, min_bytes: int, max_bytes: int) -> List[int]:
@@ -292,6 +360,12 @@ def run_worker(args: argparse.Namespace) -> Dict[str, Any]:
     pointer = libc.malloc(THRESHOLD_RAISING_BYTES)
     libc.memset(pointer, 0, THRESHOLD_RAISING_BYTES)
     libc.free(pointer)
+    # The alternative to weigh (README, "Reading the results"): a fixed trim threshold from here.
+    if args.trim_threshold_after_raise is not None:
+        if libc.mallopt is None:
+            raise HostHeapBenchmarkError("--trim-threshold-after-raise needs glibc's mallopt")
+        if libc.mallopt(M_TRIM_THRESHOLD, args.trim_threshold_after_raise) != 1:
+            raise HostHeapBenchmarkError("mallopt(M_TRIM_THRESHOLD) refused the value")
 
     burst_bytes_target = int(args.burst_gib * GiB)
     share = burst_bytes_target // args.threads
@@ -316,6 +390,10 @@ def run_worker(args: argparse.Namespace) -> Dict[str, Any]:
         else:
             figures["trim_s"] = None
         figures["rss_after_trim"] = _rss()
+        tops = libc.arena_top_bytes()
+        figures["arena_top_bytes"] = tops
+        figures["thread_arena_top_bytes"] = None if tops is None else sum(tops[1:])
+        figures["thread_heap_rss"] = _thread_heap_rss()
         rounds.append(figures)
 
     for figures in rounds:
@@ -345,6 +423,8 @@ def run_worker(args: argparse.Namespace) -> Dict[str, Any]:
         "first_kept_after_trim": first["kept_after_trim"],
         "first_trim_s": first["trim_s"],
         "first_trim_s_per_gib": first["trim_s_per_gib"],
+        "thread_arena_top_bytes": last["thread_arena_top_bytes"],
+        "thread_heap_rss": last["thread_heap_rss"],
         "burst_s": rounds[0]["burst_s"],
         "warm_burst_s": rounds[1]["burst_s"] if len(rounds) > 1 else None,
         "rounds": rounds,
@@ -471,6 +551,8 @@ def run_case(
         "--block-max-mib",
         str(args.block_max_mib),
     ]
+    if args.trim_threshold_after_raise is not None:
+        command += ["--trim-threshold-after-raise", str(args.trim_threshold_after_raise)]
     try:
         return harness.run_in_fresh_process(
             command, case_environment(case, jemalloc), timeout_s=args.timeout_s
@@ -494,6 +576,8 @@ SUMMARY_KEYS = (
     "trim_s_per_gib",
     "burst_s",
     "warm_burst_s",
+    "thread_arena_top_bytes",
+    "thread_heap_rss",
 )
 
 
@@ -677,6 +761,7 @@ def run_driver(args: argparse.Namespace) -> int:
             "small_bytes": args.small_bytes,
             "seed": args.seed,
             "threshold_raising_bytes": THRESHOLD_RAISING_BYTES,
+            "trim_threshold_after_raise": args.trim_threshold_after_raise,
         },
         "allocators": machine,
         "cases": [
@@ -737,6 +822,13 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument("--timeout-s", type=float, default=300.0)
     parser.add_argument("--kept-fraction-max", type=float, default=0.01)
     parser.add_argument("--trim-s-per-gib-max", type=float, default=0.1)
+    parser.add_argument(
+        "--trim-threshold-after-raise",
+        type=int,
+        metavar="BYTES",
+        help="after the first large free, fix glibc's trim threshold with mallopt (an "
+        "alternative that shrinks thread-arena tops, at a cost: README); default: leave it",
+    )
     parser.add_argument("--worker", choices=list(CASES_BY_NAME), help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 

@@ -9,8 +9,18 @@ upstream's ``torch_tensorrt/dynamo/utils.py`` taken from the official base wheel
 * an import, or a top-level constant, that upstream's file lacks is added after its imports;
 * every other byte of upstream's file stays as it was.
 
+The build splices these definitions as named fixes, each only into a base whose module has
+the fix's hook: the offload (:func:`deallocate_module`), the host trim
+(:func:`release_host_and_device_memory` and its helpers), and the input copy
+(``prepare_inputs``, only into releases whose own ``prepare_inputs`` copies every tensor
+input, 2.10 and 2.11).
+
 The definitions here need torch and the standard library only, so this file imports and runs
-without TensorRT, and its tests run on machines with no GPU.
+without TensorRT, and its tests run on machines with no GPU. The one name of upstream's package
+they use, ``torch_tensorrt._Input.Input`` (which cannot be imported without TensorRT), is
+imported inside ``prepare_inputs`` when it runs, not at the top of this file: spliced into
+upstream's module that import finds the class upstream's module already imported; run on its
+own, the tests put a stand-in module under that name.
 """
 
 from __future__ import annotations
@@ -19,12 +29,14 @@ import contextlib
 import ctypes
 import functools
 import gc
+import itertools
 import logging
 import os
 import platform
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +100,13 @@ def deallocate_module(
     Setting ``TORCHTRT_OFFLOAD_PINNED_BOUNCE=0`` turns it off; every tensor then moves with
     ``tensor.to("cpu")``.
 
+    A module whose parameters and buffers are all on the CPU already returns at once, with no
+    garbage collection and no cache release. Upstream's ``TRTInterpreter.run`` calls this
+    again after ``compile()`` has offloaded the module, and that second call would otherwise
+    pay ``gc.collect()`` and a device-synchronizing ``empty_cache()`` (about 0.1-0.2 s) to free
+    nothing. Tensors on any other device (CUDA, or one this fork never offloads from) still
+    move as before.
+
     Args:
         module: The module to move. It is changed in place; tensors already on the CPU stay.
         release_every_bytes: Bytes of CUDA tensors to move between two releases of the CUDA
@@ -103,6 +122,13 @@ def deallocate_module(
             f"release_every_bytes must be 0 or more, got {release_every_bytes!r}; "
             "pass 0 to release the CUDA cache before every tensor"
         )
+    # A module already on the CPU (a second call, as TRTInterpreter.run makes after compile()
+    # has offloaded) has nothing to move and no GPU memory to free: skip the collection and
+    # the cache release, which cost a device sync and about 0.1 s per call.
+    tensors = itertools.chain(module.parameters(), module.buffers())
+    if all(tensor.device.type == "cpu" for tensor in tensors):
+        logger.debug("deallocate_module: every tensor is on the CPU already; nothing to do")
+        return
     schedule = _ReleaseSchedule(release_every_bytes)
     with contextlib.ExitStack() as closing:
         movers = _MoversByDevice(closing)
@@ -369,3 +395,71 @@ def release_host_and_device_memory() -> None:
         torch.cuda.ipc_collect()
         torch.cuda.synchronize()
     trim_host_heap()
+
+
+def prepare_inputs(inputs: Any, disable_memory_format_check: bool = False) -> Any:
+    """Describe example inputs as ``torch_tensorrt.Input`` objects without copying their tensors.
+
+    The compile entry points call this on the caller's example inputs: a tensor, a number, an
+    ``Input``, ``None``, or lists, tuples and dicts nesting them, which come back in the same
+    shape (a list stays a list, any other tuple becomes a tuple, a dict a dict) with each tensor
+    and number turned into an ``Input``. Under ``torch.compile`` the model's parameters are
+    lifted into these inputs, so a copy of each tensor would hold every weight twice on the
+    GPU while the compile runs. Releases 2.10 and 2.11 made that copy (``torch.tensor`` of the
+    tensor); here the ``Input`` is made from a detached alias of the caller's tensor, which
+    shares its storage, has no autograd history and, like the copy, does not require grad.
+
+    Only a tensor whose elements do not fill one dense block of memory (a strided slice, an
+    expanded view) is still copied, as those releases did: their copy was compact, and
+    ``Input.from_tensor`` accepts a compact tensor where it refuses such a view, so the copy
+    keeps their results. Parameters are never such views.
+
+    Args:
+        inputs: The example inputs, nested as above.
+        disable_memory_format_check: Passed on to ``Input.from_tensor``: accept a tensor that
+            is neither contiguous nor channels-last.
+
+    Raises:
+        ValueError: If an input is of any other type.
+    """
+    # Imported here: the name is upstream's, which needs TensorRT (module docstring).
+    from torch_tensorrt._Input import Input  # type: ignore[import-not-found]
+
+    describe = functools.partial(
+        Input.from_tensor, disable_memory_format_check=disable_memory_format_check
+    )
+    # Tensors made here must be real ones even inside a torch.compile session's fake mode.
+    with unset_fake_temporarily():
+        if inputs is None or isinstance(inputs, Input):
+            return inputs
+        if isinstance(inputs, torch.Tensor):
+            # Dense: every element in one block, the strides a permutation of a compact
+            # layout's (size-1 dimensions have any stride).
+            dense = inputs.layout == torch.strided
+            if dense and inputs.numel() > 0:
+                expected_stride = 1
+                for stride, size in sorted(
+                    (stride, size)
+                    for size, stride in zip(inputs.shape, inputs.stride())
+                    if size != 1
+                ):
+                    if stride != expected_stride:
+                        dense = False
+                        break
+                    expected_stride *= size
+            example = inputs.detach() if dense else inputs.detach().clone()
+            return describe(example)
+        if isinstance(inputs, (int, float, bool)):
+            return describe(torch.tensor(inputs))
+        if isinstance(inputs, (list, tuple)):
+            described = [prepare_inputs(item, disable_memory_format_check) for item in inputs]
+            return described if isinstance(inputs, list) else tuple(described)
+        if isinstance(inputs, dict):
+            return {
+                key: prepare_inputs(value, disable_memory_format_check)
+                for key, value in inputs.items()
+            }
+        raise ValueError(
+            f"cannot make a torch_tensorrt.Input of a {type(inputs).__name__!r}; give tensors, "
+            "numbers, torch_tensorrt.Input objects or None, alone or in lists, tuples and dicts"
+        )
