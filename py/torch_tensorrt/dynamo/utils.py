@@ -44,8 +44,10 @@ logger = logging.getLogger(__name__)
 DEFAULT_RELEASE_EVERY_BYTES = 16 * 1024 * 1024
 
 # Offload fast path: CUDA tensors of at least 1 MiB move through two page-locked chunks of this
-# size each; TORCHTRT_OFFLOAD_PINNED_BOUNCE=0 turns the fast path off.
-PINNED_BOUNCE_CHUNK_BYTES = 16 * 1024 * 1024
+# size each; TORCHTRT_OFFLOAD_PINNED_BOUNCE=0 turns the fast path off. 32 MiB rather than 16:
+# small tensors move faster (more of them share one wait), for 32 MiB more page-locked memory
+# (benchmarks/results/offload_designs_24gib*.json).
+PINNED_BOUNCE_CHUNK_BYTES = 32 * 1024 * 1024
 PINNED_BOUNCE_ENV_VAR = "TORCHTRT_OFFLOAD_PINNED_BOUNCE"
 
 # Linux's transparent huge pages, and madvise advice values (the same on every architecture).
@@ -96,7 +98,10 @@ def deallocate_module(
     :data:`PINNED_BOUNCE_CHUNK_BYTES` into host memory advised to use huge pages, instead of
     the driver's copy into pageable memory that ``tensor.to("cpu")`` makes, one mover per CUDA
     device. It is several times faster than ``tensor.to`` and holds no more memory twice; its
-    cost is the two chunks of each device, page-locked host memory while the move lasts.
+    cost is the two chunks of each device, page-locked host memory while the move lasts. The
+    DMA runs on the device's current stream: a stream of its own would make PyTorch create its
+    pool of side streams in a process that has none yet, which takes GPU memory for the rest
+    of the process.
     Setting ``TORCHTRT_OFFLOAD_PINNED_BOUNCE=0`` turns it off; every tensor then moves with
     ``tensor.to("cpu")``.
 
@@ -232,7 +237,10 @@ class _PinnedBounceMover:
     CPU copy moves the first into the destination, which is advised to use huge pages. The
     chunks are page-locked with ``cudaHostRegister`` on memory of our own rather than taken
     from PyTorch's pinned-memory cache, so that :meth:`close` hands them back to the OS
-    entirely.
+    entirely. The DMA is queued on the device's current stream, after whatever was queued
+    there before: nothing else runs on the GPU during the move, and a ``torch.cuda.Stream()``
+    of its own would make PyTorch create its pool of side streams, GPU memory kept for the
+    rest of the process (``benchmarks/results/fast_path_setup.json``).
 
     The last piece of a tensor is copied on the CPU while the next tensor's first piece is on
     its way, so a returned tensor may still lack its last piece until the next :meth:`move` or
@@ -245,7 +253,7 @@ class _PinnedBounceMover:
         self.chunks = chunks
         self.chunk_bytes = chunks[0].numel()
         self.device = device
-        self.stream = torch.cuda.Stream(device=device)
+        self.stream = torch.cuda.current_stream(device)
         self.events = [torch.cuda.Event() for _ in chunks]
         self.next_chunk = 0
         self.pending: Optional[Tuple[torch.Tensor, int, int, int]] = None
@@ -292,7 +300,6 @@ class _PinnedBounceMover:
         source_bytes = tensor.detach().reshape(-1).view(torch.uint8)
         destination_bytes = destination.view(-1).view(torch.uint8)
         total = source_bytes.numel()
-        self.stream.wait_stream(torch.cuda.current_stream(self.device))
         chunk = self.next_chunk
         for offset in range(0, total, self.chunk_bytes):
             size = min(self.chunk_bytes, total - offset)
