@@ -27,7 +27,7 @@ import math
 import sys
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 logger = logging.getLogger(__name__)
 
@@ -104,28 +104,29 @@ def load(path: Path = DATA, repository: Path = REPOSITORY) -> Dict[str, Any]:
     return data
 
 
-def term(data: Dict[str, Any], term_id: str) -> Dict[str, Any]:
-    for candidate in data["terms"]:
-        if candidate["id"] == term_id:
+def _entry(data: Dict[str, Any], kind: str, entry_id: str) -> Dict[str, Any]:
+    """A copy of the term, setting or machine ``entry_id`` (``kind``: its list in the file)."""
+    for candidate in data[kind]:
+        if candidate["id"] == entry_id:
             return dict(candidate)
-    raise SizingError(f"no term {term_id!r}")
+    raise SizingError(f"no {kind[:-1]} {entry_id!r}")
 
 
-def machine(data: Dict[str, Any], machine_id: str) -> Dict[str, Any]:
-    for candidate in data["machines"]:
-        if candidate["id"] == machine_id:
-            found = dict(candidate)
-            if found["kind"] == "shared":
-                found["usable_bytes"] = found["nominal_bytes"] * found["usable_fraction"]
-            return found
-    raise SizingError(f"no machine {machine_id!r}")
+def term(data: Dict[str, Any], term_id: str) -> Dict[str, Any]:
+    return _entry(data, "terms", term_id)
 
 
 def setting(data: Dict[str, Any], setting_id: str) -> Dict[str, Any]:
-    for candidate in data["settings"]:
-        if candidate["id"] == setting_id:
-            return dict(candidate)
-    raise SizingError(f"no setting {setting_id!r}")
+    return _entry(data, "settings", setting_id)
+
+
+def machine(data: Dict[str, Any], machine_id: str) -> Dict[str, Any]:
+    """A machine, with the usable bytes of a shared memory (its nominal bytes times the
+    usable fraction the file assumes)."""
+    found = _entry(data, "machines", machine_id)
+    if found["kind"] == "shared":
+        found["usable_bytes"] = found["nominal_bytes"] * found["usable_fraction"]
+    return found
 
 
 def model_bytes(data: Dict[str, Any], model: Dict[str, Any]) -> float:
@@ -138,6 +139,24 @@ def model_bytes(data: Dict[str, Any], model: Dict[str, Any]) -> float:
 
 def _value(coefficients: Dict[str, float], variables: Dict[str, float]) -> float:
     return sum(factor * variables[name] for name, factor in coefficients.items())
+
+
+def _phases(data: Dict[str, Any], chosen_setting: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The phases of a compile under a setting (the offload's move only with the offload)."""
+    return [phase for phase in data["phases"] if _matches(chosen_setting, phase.get("when", {}))]
+
+
+def _present(
+    data: Dict[str, Any], chosen_setting: Dict[str, Any], phase: Dict[str, Any], side: str
+) -> List[Dict[str, Any]]:
+    """The terms that count on the ``host`` or ``gpu`` side of a phase under a setting."""
+    terms = {entry["id"]: entry for entry in data["terms"]}
+    return [
+        terms[entry["term"]]
+        for entry in phase[side]
+        if _matches(chosen_setting, entry.get("when", {}))
+        and terms[entry["term"]].get("in_peaks", True)
+    ]
 
 
 def _host_budget(chosen_machine: Dict[str, Any]) -> float:
@@ -180,20 +199,16 @@ def evaluate(
     variables = {"W": weights, "S": engine_weights, "bytes": 1.0, "workspace": workspace}
 
     # Step 2: the sums of each phase, at both ends.
-    terms = {entry["id"]: entry for entry in data["terms"]}
     peaks: Dict[str, Dict[str, Any]] = {}
     for bound in ("low", "high"):
-        for phase in data["phases"]:
-            if not _matches(chosen_setting, phase.get("when", {})):
-                continue
-            sums = {}
-            for memory in ("host", "gpu"):
-                sums[memory] = sum(
-                    _value(terms[entry["term"]][bound], variables)
-                    for entry in phase[memory]
-                    if _matches(chosen_setting, entry.get("when", {}))
-                    and terms[entry["term"]].get("in_peaks", True)
+        for phase in _phases(data, chosen_setting):
+            sums = {
+                side: sum(
+                    _value(found[bound], variables)
+                    for found in _present(data, chosen_setting, phase, side)
                 )
+                for side in ("host", "gpu")
+            }
             sums["shared"] = sums["host"] + sums["gpu"]
             for memory, total in sums.items():
                 peak = peaks.setdefault(memory, {})
@@ -293,18 +308,13 @@ def _phase_sums(
 ) -> List[Dict[str, float]]:
     """Each phase's sum of terms as coefficients of W (one engine: S = W), for the memory
     ``host``, ``gpu`` or ``shared``."""
-    terms = {entry["id"]: entry for entry in data["terms"]}
     sums = []
-    for phase in data["phases"]:
-        if not _matches(chosen_setting, phase.get("when", {})):
-            continue
+    for phase in _phases(data, chosen_setting):
         total = {name: 0.0 for name in VARIABLES}
         for side in ("host", "gpu") if memory == "shared" else (memory,):
-            for entry in phase[side]:
-                found = terms[entry["term"]]
-                if _matches(chosen_setting, entry.get("when", {})) and found.get("in_peaks", True):
-                    for name, factor in found[bound].items():
-                        total[name] += factor
+            for found in _present(data, chosen_setting, phase, side):
+                for name, factor in found[bound].items():
+                    total[name] += factor
         total["W"] += total.pop("S")
         sums.append({name: factor for name, factor in total.items() if factor})
     return sums
@@ -639,6 +649,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         temporary = args.readme.with_name(f".{args.readme.name}.tmp")
         temporary.write_text(expected, encoding="utf-8")
         temporary.replace(args.readme)
+        logger.info("rewrote %s", args.readme)
     print(f"{args.readme.name}: the sizing block matches docsrc/_data/memory_terms.json")
     return 0
 
