@@ -60,11 +60,11 @@ def data() -> Dict[str, Any]:
     return loaded
 
 
-def _needed_or_skip(what: str) -> None:
+def _needed_or_skip(what: str, installed_by: str) -> None:
     """Skip for lack of ``what`` only outside CI; in CI (``CI`` set) the test must run."""
     if os.environ.get("CI"):
-        pytest.fail(f"{what} is missing in CI; .ci/run installs it")
-    pytest.skip(f"{what} is not installed (apt-get install -y chromium nodejs)")
+        pytest.fail(f"{what} is missing in CI, where {installed_by} installs it")
+    pytest.skip(f"{what} is not installed ({installed_by} installs it)")
 
 
 # -- the data file -----------------------------------------------------------------------------
@@ -270,7 +270,7 @@ def test_calculator_arithmetic_matches_the_data_file(data: Dict[str, Any]) -> No
     memory_sizing.evaluate, which the worked tables and the README are drawn from."""
     node = shutil.which("node")
     if node is None:
-        _needed_or_skip("node")
+        _needed_or_skip("node", "apt-get install -y nodejs, as in .ci/run,")
     cases = _cases(data)
     completed = subprocess.run(
         [str(node), "-e", NODE_RUNNER, str(CALCULATOR)],
@@ -308,11 +308,13 @@ def test_calculator_arithmetic_matches_the_data_file(data: Dict[str, Any]) -> No
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not CHROMIUM.exists():
-        _needed_or_skip("chromium (/usr/bin/chromium)")
+        _needed_or_skip(
+            "chromium (/usr/bin/chromium)", "apt-get install -y chromium, as in .ci/run,"
+        )
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _needed_or_skip("playwright (docsrc/requirements.txt)")
+        _needed_or_skip("playwright", "pip install -r tests/requirements.txt")
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield launched
