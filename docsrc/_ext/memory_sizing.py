@@ -424,8 +424,8 @@ def _markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str
 EXAMPLES_NOTE = (
     "The setting to use is the first of the fork's settings (defaults, offload on, then "
     "resource partitioning) whose high end fits; *may fit* means only the low end does. "
-    "Not counted: the workspace above what a cap allows, and the execution context's memory, "
-    "which depends on the inputs' shapes."
+    "Not counted: the workspace (cap it with `workspace_size` and add the cap to the GPU), "
+    "and the execution context's memory, which depends on the inputs' shapes."
 )
 FORMULAS_NOTE = (
     "For models of 4 GB and more, built as one engine; add the workspace to the GPU while an "
@@ -553,7 +553,7 @@ def _sphinx_directives() -> Dict[str, Any]:
             data = self.data()
             return [
                 table(example_header(data), example_rows(data), ["memory-examples"]),
-                nodes.paragraph(text=EXAMPLES_NOTE.replace("*", "")),
+                nodes.paragraph(text=EXAMPLES_NOTE.replace("*", "").replace("`", "")),
             ]
 
     class SizingCalculator(_DataDirective):
