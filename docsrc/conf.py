@@ -1,9 +1,12 @@
 """Sphinx configuration of the fork's documentation.
 
-Build with ``make -C docsrc html`` or ``python -m sphinx -W --keep-going -n -b html docsrc
+Build with ``make -C docsrc html``, which puts the folders the build imports from on
+``PYTHONPATH`` (``py`` for the overlay, ``docsrc/_ext`` for the extensions, ``tools`` for the
+build tool's parser and label, ``benchmarks`` for the tables and plots); by hand, set the same:
+``PYTHONPATH=py:docsrc/_ext:tools:benchmarks python -m sphinx -W --keep-going -n -b html docsrc
 docsrc/_build/html``. Nothing here imports ``torch_tensorrt`` (it needs TensorRT): the
 version is read from the patched-wheel build's sources, and autodoc imports only the overlay
-``py/torch_tensorrt/dynamo/utils.py``, as a namespace package from ``../py``.
+``py/torch_tensorrt/dynamo/utils.py``, as a namespace package from ``py``.
 """
 
 from __future__ import annotations
@@ -26,8 +29,18 @@ REPOSITORY = DOCS.parent
 OVERLAY = REPOSITORY / "py" / "torch_tensorrt" / "dynamo" / "utils.py"
 PATCHED_WHEEL = REPOSITORY / "tools" / "patched_wheel"
 
-sys.path.insert(0, str(REPOSITORY / "py"))
-sys.path.insert(0, str(DOCS / "_ext"))
+# The folders the build imports from, which make puts on PYTHONPATH (Makefile).
+for _module, _folder in (
+    ("memory_sizing", "docsrc/_ext"),
+    ("patched_wheel", "tools"),
+    ("readme_tables", "benchmarks"),
+    ("torch_tensorrt.dynamo", "py"),
+):
+    if importlib.util.find_spec(_module.split(".")[0]) is None:
+        raise RuntimeError(
+            f"docsrc/conf.py: {_module} is not importable; build with 'make -C docsrc html', or "
+            f"put {_folder} on PYTHONPATH (PYTHONPATH=py:docsrc/_ext:tools:benchmarks)"
+        )
 
 
 def _tool_sources() -> list[Path]:
@@ -48,7 +61,6 @@ def _supported_releases() -> list[str]:
 def _overlay_label() -> str:
     """The label the build gives the overlay as it is (its number in the registry of released
     overlays), from the build tool itself: the rule is written once, in ``labels.py``."""
-    sys.path.insert(0, str(REPOSITORY / "tools"))
     from patched_wheel.build import current_label
     from patched_wheel.overlay import read_overlay
 
@@ -109,6 +121,8 @@ extensions = [
     "sphinx.ext.viewcode",
     "matplotlib.sphinxext.plot_directive",
     "benchmark_tables",
+    "cli_reference",
+    "memory_sizing",
 ]
 
 exclude_patterns = ["_build", "requirements.txt", "Makefile"]
@@ -173,11 +187,7 @@ nitpick_ignore_regex = [(r"py:attr", r"[a-z_][a-z0-9_]*")]
 
 plot_working_directory = str(REPOSITORY)
 plot_pre_code = (
-    "import sys\n"
-    f"sys.path.insert(0, {str(REPOSITORY / 'benchmarks')!r})\n"
-    "import plots\n"
-    "from readme_tables import offload_files\n"
-    "RESULTS = 'benchmarks/results/'\n"
+    "import plots\n" "from readme_tables import offload_files\n" "RESULTS = 'benchmarks/results/'\n"
 )
 plot_include_source = False
 plot_html_show_source_link = False

@@ -1,16 +1,12 @@
 """The docs build: ``sphinx-build -W --keep-going -n`` on ``docsrc`` succeeds, offline-clean.
 
-The build runs once per session in a subprocess (Sphinx and matplotlib's own warnings are
-judged by ``-W``, not by pytest's warning filters), into a temporary folder. The tests then
-check what the build wrote: every page a reader is sent to exists, the figures were drawn,
+The build runs once per session (``built_html`` in ``conftest.py``). The tests then check what the build wrote: every page a reader is sent to exists, the figures were drawn,
 and no page loads anything from another host.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
@@ -37,8 +33,6 @@ PAGES = [
     "genindex.html",
 ]
 
-BUILD_TIMEOUT_S = 170
-
 
 class _Resources(HTMLParser):
     """Collects ``(tag, attribute, url)`` of everything a page loads or links to."""
@@ -55,45 +49,6 @@ class _Resources(HTMLParser):
 
 def _is_remote(url: str) -> bool:
     return re.match(r"^\s*(https?:)?//", url, re.IGNORECASE) is not None
-
-
-@pytest.fixture(scope="session")
-def built_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Build the HTML docs once, as ``make -C docsrc html`` does; fail with Sphinx's output."""
-    out = tmp_path_factory.mktemp("docs") / "html"
-    doctrees = out.parent / "doctrees"
-    environment = dict(os.environ, MPLBACKEND="Agg", PYTHONWARNINGS="")
-    command = [
-        sys.executable,
-        "-m",
-        "sphinx",
-        "-W",
-        "--keep-going",
-        "-n",
-        "-q",
-        "-b",
-        "html",
-        "-d",
-        str(doctrees),
-        str(DOCSRC),
-        str(out),
-    ]
-    try:
-        result = subprocess.run(
-            command,
-            cwd=REPOSITORY,
-            env=environment,
-            capture_output=True,
-            text=True,
-            timeout=BUILD_TIMEOUT_S,
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"the docs build took more than {BUILD_TIMEOUT_S} s: {' '.join(command)}")
-    assert result.returncode == 0, (
-        f"the docs build failed (exit {result.returncode}); run "
-        f"'make -C docsrc html' to see it:\n{result.stdout[-4000:]}\n{result.stderr[-8000:]}"
-    )
-    return out
 
 
 @pytest.mark.parametrize("page", [pytest.param(page, id=page) for page in PAGES])
@@ -316,3 +271,24 @@ def test_figures_from_other_overlays_are_marked(built_html: Path) -> None:
         page = built_html / source.relative_to(DOCSRC).with_suffix(".html")
         shown = page.read_text(encoding="utf-8").count('class="stale-figure"')
         assert shown == expected, f"{page.name}: {shown} figures marked, {expected} are stale"
+
+
+def test_no_printf_field_is_left_unexpanded(built_html: Path) -> None:
+    """No page shows a help string's ``%(default)s`` (or any ``%(...)``) as written: the
+    reference pages expand them as ``--help`` does."""
+    offending = {
+        str(page.relative_to(built_html)): sorted(set(re.findall(r"%\([a-z_]*\)?.?", text)))
+        for page in sorted(built_html.rglob("*.html"))
+        for text in [page.read_text(encoding="utf-8")]
+        if "%(" in text
+    }
+    assert not offending, f"pages show unexpanded %(...) fields: {offending}"
+
+
+def test_reference_pages_show_the_defaults(built_html: Path) -> None:
+    import html as html_module
+
+    page = (built_html / "reference" / "patched_wheel_lock.html").read_text(encoding="utf-8")
+    text = html_module.unescape(re.sub(r"<[^>]+>", "", page))
+    assert "(default: tools/patched_wheel/official_wheels.lock.json)" in text
+    assert "(default: 4)" in text

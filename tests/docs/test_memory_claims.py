@@ -48,6 +48,14 @@ FALSE_CLAIMS = [
     pytest.param(r"this move itself held the model twice", id="move-blamed-for-gpu-oom"),
     pytest.param(r"it is the figure measured above", id="unified-memory-said-measured"),
     pytest.param(r"of the CPU-side ceiling measured on the same host", id="best-of-three-boots"),
+    # Issue 26: a cache hit refits after building the network again (and caching needs
+    # immutable_weights=False); constant folding keeps new tensors on the GPU with the offload
+    # off; PyTorch does not describe expandable segments so; the offload spares the
+    # converters' copies on one shared memory too.
+    pytest.param(r"skips the build, and with it the build's memory", id="cache-hit-saves-memory"),
+    pytest.param(r"fewer tensors share a segment", id="expandable-segments-mechanism"),
+    pytest.param(r"about 2 W \+ workspace", id="gpu-offload-off-two-w"),
+    pytest.param(r"offload frees nothing", id="offload-frees-nothing-shared"),
 ]
 
 
@@ -98,51 +106,28 @@ def test_no_measured_figure_is_typed_into_a_page(page: Path) -> None:
     assert typed == [], f"{page.name} types figures by hand: {typed}"
 
 
-def _sizing_terms() -> List[List[str]]:
-    """The rows of the sizing section's table of terms (``:class: sizing-terms``), each a list
-    of its cells' text."""
-    text = SIZING_PAGE.read_text(encoding="utf-8")
-    start = text.index(":class: sizing-terms")
-    table = text[start : text.index("\n\n", text.index("* - ", start) + 1 + 2000)]
-    rows = [row for row in re.split(r"\n   \* - ", table)[1:]]
-    return [[re.sub(r"\s+", " ", cell) for cell in re.split(r"\n     - ", row)] for row in rows]
-
-
-SOURCES = ("Measured here", "read from upstream's code", "NVIDIA", "upstream's page", "published")
-
-
-def test_every_sizing_term_names_its_source() -> None:
-    """Each term of the sizing section says where its figure comes from: a result file, a
-    named file and function of upstream's code, or a published page."""
-    rows = _sizing_terms()
-    terms = [row[0] for row in rows[1:]]
-    assert len(terms) >= 6, f"the sizing section lists too few terms: {terms}"
-    for row in rows[1:]:
-        where = row[-1]
-        assert any(
-            source.lower() in where.lower() for source in SOURCES
-        ), f"sizing term {row[0]!r} names no source: {where[:120]!r}"
-        if "read from upstream's code" in where:
-            assert re.search(r"``[\w/]+\.py``", where), f"{row[0]!r}: which upstream file?"
-
-
 def test_sizing_covers_each_setting_and_machine() -> None:
     text = re.sub(r"\s+", " ", SIZING_PAGE.read_text(encoding="utf-8"))
     for needed in (
-        "offload off",
-        "offload on, upstream release",
-        "offload on, fork",
-        "trim off",
-        "resource partitioning on",
-        "host peak (discrete GPU)",
-        "GPU peak (discrete GPU)",
-        "host + GPU (one shared memory)",
+        ".. sizing-calculator::",
+        ".. memory-examples::",
+        ".. memory-formulas::",
+        ".. memory-terms::",
         "enable_resource_partitioning",
         "cpu_memory_budget",
         "lazy_engine_init",
         "enable_weight_streaming",
+        "torch_tensorrt.runtime.weight_streaming",
+        "dynamically_allocate_resources",
+        "ResourceAllocationStrategy",
+        "149,635,638,784 bytes",
+        "immutable_weights=False",
+        "serialized_engine",
         "expandable_segments:True",
-        "no machine with one memory has been measured here",
+        "MemAvailable",
+        "workspace_size",
+        "mmap=True",
+        "del model",
     ):
         assert needed in text, f"the memory page no longer covers {needed!r}"
 
@@ -170,9 +155,9 @@ def test_readme_answers_the_sizing_question() -> None:
     text = README.read_text(encoding="utf-8")
     section = text[text.index("## How much memory a compile needs") :]
     section = section[: section.index("\n## ", 5)]
-    for needed in ("host peak, discrete GPU", "GPU peak, discrete GPU", "one shared memory"):
+    for needed in ("host peak", "GPU peak", "one shared memory", "DGX Spark", "GH200"):
         assert needed in section
-    for setting in ("offload off", "offload on, upstream release", "offload on, this fork"):
+    for setting in ("fork, defaults", "fork, offload on", "upstream release, offload on"):
         assert setting in section
     assert "docsrc/tutorials/resource_memory/resource_management.rst" in section
 
@@ -181,23 +166,3 @@ def test_readme_sends_docs_builders_to_the_docs_requirements() -> None:
     text = README.read_text(encoding="utf-8")
     section = text[text.index("## Documentation") :]
     assert "docsrc/requirements.txt" in section.split("## ", 2)[1]
-
-
-SIZES = (
-    "about 2 W + F",
-    "about 2 W + workspace",
-    "about 4 W + F + workspace",
-    "2 to 3 W + F",
-    "3 to 4 W + F + workspace",
-    "W + the largest tensor",
-)
-
-
-@pytest.mark.parametrize("size", SIZES)
-def test_readme_and_docs_size_alike(size: str) -> None:
-    """The README's sizing table and the memory page's give the same multiples of W."""
-    readme = re.sub(r"\s+", " ", README.read_text(encoding="utf-8"))
-    page = re.sub(r"\s+", " ", SIZING_PAGE.read_text(encoding="utf-8"))
-    page = page.replace("W + largest", "W + the largest tensor")
-    assert size in readme, f"README.md's sizing table lacks {size!r}"
-    assert size in page, f"the memory page's sizing table lacks {size!r}"

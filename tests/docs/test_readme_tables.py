@@ -52,6 +52,7 @@ def _outside_tables(text: str) -> str:
     text = re.sub(
         r"<!-- supported-matrix:start -->.*<!-- supported-matrix:end -->", "", text, flags=re.S
     )
+    text = re.sub(r"<!-- memory-sizing:start -->.*<!-- memory-sizing:end -->", "", text, flags=re.S)
     text = re.sub(r"```.*?```", "", text, flags=re.S)
     return "\n".join(line for line in text.splitlines() if not line.startswith("    "))
 

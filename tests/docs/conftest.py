@@ -1,0 +1,52 @@
+"""The docs build, once per test session, shared by every test of the built pages.
+
+The build runs in a subprocess (Sphinx and matplotlib's own warnings are judged by ``-W``, not
+by pytest's warning filters), into a temporary folder, with the folders it imports from on
+``PYTHONPATH`` as ``make -C docsrc html`` puts them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+DOCSRC = REPOSITORY / "docsrc"
+BUILD_TIMEOUT_S = 170
+# What the build imports, as docsrc/Makefile sets it.
+IMPORTED_FOLDERS = ("py", "docsrc/_ext", "tools", "benchmarks")
+
+
+@pytest.fixture(scope="session")
+def built_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Build the HTML docs once, as ``make -C docsrc html`` does; fail with Sphinx's output."""
+    out = tmp_path_factory.mktemp("docs") / "html"
+    doctrees = out.parent / "doctrees"
+    python_path = [str(REPOSITORY / folder) for folder in IMPORTED_FOLDERS]
+    if os.environ.get("PYTHONPATH"):
+        python_path.append(os.environ["PYTHONPATH"])
+    environment = dict(
+        os.environ, MPLBACKEND="Agg", PYTHONWARNINGS="", PYTHONPATH=os.pathsep.join(python_path)
+    )
+    command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-n", "-q", "-b", "html"]
+    command += ["-d", str(doctrees), str(DOCSRC), str(out)]
+    try:
+        result = subprocess.run(
+            command,
+            cwd=REPOSITORY,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=BUILD_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the docs build took more than {BUILD_TIMEOUT_S} s: {' '.join(command)}")
+    assert result.returncode == 0, (
+        f"the docs build failed (exit {result.returncode}); run "
+        f"'make -C docsrc html' to see it:\n{result.stdout[-4000:]}\n{result.stderr[-8000:]}"
+    )
+    return out

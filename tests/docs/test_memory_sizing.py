@@ -1,0 +1,441 @@
+"""The sizing data (``docsrc/_data/memory_terms.json``) and everything drawn from it agree.
+
+The data file is checked whole (every term names its sources; measured terms are read from
+their result files; upstream's code sources exist in the 2.14.0 wheel; its ranges hold
+upstream's own measurements); the README's block is generated from it; the calculator's
+arithmetic (``docsrc/_static/sizing.js``, run under node) gives what ``memory_sizing.evaluate``
+gives; and the built page, driven in headless Chromium at 1400 and 420 px, shows those peaks
+and the worked table's settings without scrolling sideways.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Dict, Iterator, List, Optional
+
+import pytest
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+EXTENSION = REPOSITORY / "docsrc" / "_ext" / "memory_sizing.py"
+CALCULATOR = REPOSITORY / "docsrc" / "_static" / "sizing.js"
+MEMORY_PAGE = "tutorials/resource_memory/resource_management.html"
+GB = 1e9
+GiB = 1024**3
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def _load_extension() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("memory_sizing", EXTENSION)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("memory_sizing", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+sizing = _load_extension()
+
+
+@pytest.fixture(scope="module")
+def data() -> Dict[str, Any]:
+    loaded: Dict[str, Any] = sizing.load()
+    return loaded
+
+
+def _needed_or_skip(what: str, installed_by: str) -> None:
+    """Skip for lack of ``what`` only outside CI; in CI (``CI`` set) the test must run."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} is missing in CI, where {installed_by} installs it")
+    pytest.skip(f"{what} is not installed ({installed_by} installs it)")
+
+
+# -- the data file -----------------------------------------------------------------------------
+
+
+def test_every_term_names_its_sources(data: Dict[str, Any]) -> None:
+    assert len(data["terms"]) >= 12, "the data file lists too few terms"
+    for term in data["terms"]:
+        assert term["memory"] in ("host", "gpu"), term["id"]
+        for source in term["sources"]:
+            if source["kind"] == "code":
+                assert source["file"].startswith("torch_tensorrt/") and source["function"]
+            elif source["kind"] == "measured":
+                assert (REPOSITORY / source["file"]).is_file(), source["file"]
+                assert source["label"], term["id"]
+            else:
+                assert source["kind"] == "page" and source["url"].startswith("https://")
+
+
+def test_measured_terms_come_from_their_result_files(tmp_path: Path, data: Dict[str, Any]) -> None:
+    """A rerun of the benchmark changes the term: the value is read, not typed."""
+    term = sizing.term(data, "move_overlap_fork")
+    result = term["result"]
+    document = json.loads((REPOSITORY / result["file"]).read_text(encoding="utf-8"))
+    case = next(
+        c for c in document["cases"] if all(c.get(k) == v for k, v in result["case"].items())
+    )
+    assert term["low"] == term["high"] == {"bytes": case[result["field"]]}
+
+    case[result["field"]] = 12345
+    (tmp_path / result["file"]).parent.mkdir(parents=True)
+    (tmp_path / result["file"]).write_text(json.dumps(document), encoding="utf-8")
+    shutil.copy(REPOSITORY / "benchmarks/results/offload_headline.json", tmp_path / "other.json")
+    rerun = sizing.load(repository=tmp_path)
+    assert sizing.term(rerun, "move_overlap_fork")["low"] == {"bytes": 12345}
+
+
+def test_a_missing_result_case_is_one_error(tmp_path: Path) -> None:
+    document = json.loads(sizing.DATA.read_text(encoding="utf-8"))
+    measured = next(term for term in document["terms"] if "result" in term)
+    measured["result"]["case"] = {"size_gib": 999}
+    path = tmp_path / "memory_terms.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(sizing.SizingError, match="no case"):
+        sizing.load(path)
+
+
+def _upstream_wheel() -> Path:
+    from wheel_helpers import fetch
+
+    return Path(fetch("2.14.0"))
+
+
+@pytest.mark.network
+def test_code_sources_are_upstream_2_14_code(data: Dict[str, Any]) -> None:
+    """Each file and function a term cites is in the official 2.14.0 wheel."""
+    with zipfile.ZipFile(_upstream_wheel()) as wheel:
+        for term in data["terms"] + [data["partitioning"]]:
+            for source in term["sources"]:
+                if source["kind"] != "code":
+                    continue
+                text = wheel.read(source["file"]).decode("utf-8")
+                for name in source["function"].split("."):
+                    assert re.search(
+                        rf"^\s*(def|class) {name}\b|^{name} =", text, re.M
+                    ), f"{source['file']} has no {name} (term {term.get('id', 'partitioning')})"
+
+
+# Upstream's later resource-management page, measured on a 3 GiB fp16 model with both fixes
+# (as multiples of W; builder memory about 2 GB): each must lie in the data's range.
+UPSTREAM_MEASURED = [
+    pytest.param("fork", "host", 1 * 3 * GiB + 2e9, id="host-offload-off"),
+    pytest.param("fork-offload", "host", 2 * 3 * GiB + 2e9, id="host-offload-on"),
+    pytest.param("fork", "gpu", 2 * 3 * GiB, id="gpu-offload-off"),
+    pytest.param("fork-offload", "gpu", 1 * 3 * GiB, id="gpu-offload-on"),
+    pytest.param("fork", "shared", 3.8 * 3 * GiB, id="unified-offload-off"),
+    pytest.param("fork-offload", "shared", 3.2 * 3 * GiB, id="unified-offload-on"),
+]
+
+
+@pytest.mark.parametrize("setting_id, memory, measured", UPSTREAM_MEASURED)
+def test_ranges_hold_upstreams_measurements(
+    data: Dict[str, Any], setting_id: str, memory: str, measured: float
+) -> None:
+    machine = {"kind": "discrete", "gpu_bytes": 1e15, "host_bytes": 1e15}
+    result = sizing.evaluate(data, sizing.setting(data, setting_id), 3 * GiB, machine)
+    peak = result["peaks"][memory]
+    assert peak["low"] <= measured * 1.001 and measured <= peak["high"], (setting_id, memory, peak)
+
+
+def test_the_fork_lowers_no_peak_where_it_should_not(data: Dict[str, Any]) -> None:
+    """On a discrete GPU the fork's move changes neither peak; the trim lowers the host's low end."""
+    machine = sizing.machine(data, "h200-server")
+    for offload in ("", "-offload"):
+        upstream = sizing.evaluate(
+            data, sizing.setting(data, "upstream" + offload), 64 * GB, machine
+        )
+        fork = sizing.evaluate(data, sizing.setting(data, "fork" + offload), 64 * GB, machine)
+        assert upstream["peaks"]["gpu"] == fork["peaks"]["gpu"]
+        assert fork["peaks"]["host"]["low"] < upstream["peaks"]["host"]["low"]
+
+
+def test_partitioning_keeps_the_engines_bytes(data: Dict[str, Any]) -> None:
+    """With resource partitioning the host never holds less than about W: the serialized
+    engines already built stay (TorchTensorRTModule.serialized_engine)."""
+    machine = {"kind": "discrete", "gpu_bytes": 1e15, "host_bytes": 200 * GB}
+    result = sizing.evaluate(data, sizing.setting(data, "fork-partitioned"), 100 * GB, machine)
+    assert result["engines"] == 2 and result["S"] == pytest.approx(50 * GB)
+    assert result["peaks"]["host"]["low"] >= 100 * GB
+    refused = sizing.evaluate(
+        data, sizing.setting(data, "fork-offload-partitioned"), 100 * GB, machine, budget=104 * GB
+    )
+    assert refused["verdict"] == "refused"
+
+
+# -- the README's block ------------------------------------------------------------------------
+
+
+def _run(*args: str) -> "subprocess.CompletedProcess[str]":
+    return subprocess.run(
+        [sys.executable, str(EXTENSION), *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_readme_block_is_generated_from_the_data(data: Dict[str, Any]) -> None:
+    text = sizing.README.read_text(encoding="utf-8")
+    assert sizing.render_readme(text, data) == text, "run python docsrc/_ext/memory_sizing.py"
+    assert _run("--check").returncode == 0
+
+
+def test_check_names_a_drifted_block(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    text = sizing.README.read_text(encoding="utf-8")
+    changed = text.replace("fork, offload on: fits", "fork, offload on: may fit", 1)
+    assert changed != text
+    readme.write_text(changed, encoding="utf-8")
+    result = _run("--check", "--readme", str(readme))
+    assert result.returncode == 1
+    assert "the sizing block differs" in result.stderr
+    assert readme.read_text(encoding="utf-8") == changed, "--check must not write"
+    assert _run("--readme", str(readme)).returncode == 0
+    assert readme.read_text(encoding="utf-8") == text
+    assert not list(tmp_path.glob(".*.tmp")), "a temporary file was left behind"
+
+
+def test_missing_marker_is_an_error(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    text = sizing.README.read_text(encoding="utf-8").replace(sizing.MARKERS[0], "")
+    readme.write_text(text, encoding="utf-8")
+    result = _run("--check", "--readme", str(readme))
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: README.md has no <!-- memory-sizing:start -->")
+
+
+# -- the calculator's arithmetic ---------------------------------------------------------------
+
+
+def _cases(data: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Settings x model sizes x machines (each preset, plus figures of one's own), with and
+    without a workspace cap and a partitioning budget."""
+    machines = [sizing.machine(data, entry["id"]) for entry in data["machines"]]
+    machines.append({"kind": "discrete", "gpu_bytes": 48 * GB, "host_bytes": 128 * GB})
+    machines.append({"kind": "shared", "usable_bytes": 60 * GB, "nominal_bytes": 64 * GB})
+    cases = []
+    for weights in (3 * GiB, 16 * GB, 64 * GB, 140 * GB, 405 * GB):
+        for machine in machines:
+            for chosen in data["settings"]:
+                cases.append(
+                    {
+                        "setting": chosen,
+                        "W": weights,
+                        "machine": machine,
+                        "workspace": 0,
+                        "budget": None,
+                    }
+                )
+            cases.append(
+                {
+                    "setting": sizing.setting(data, "fork-offload-partitioned"),
+                    "W": weights,
+                    "machine": machine,
+                    "workspace": 4 * GB,
+                    "budget": 3 * weights,
+                }
+            )
+    return cases
+
+
+NODE_RUNNER = """
+const calculator = require(process.argv[1]);
+const input = JSON.parse(require("fs").readFileSync(0, "utf-8"));
+const out = input.cases.map((c) => {
+  const r = calculator.evaluate(input.data, c.setting, c.W, c.machine, c.workspace, c.budget);
+  const best = calculator.recommend(input.data, c.W, c.machine, 0, null);
+  return { peaks: r.peaks, verdict: r.verdict, S: r.S, engines: r.engines, best: best.setting };
+});
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def test_calculator_arithmetic_matches_the_data_file(data: Dict[str, Any]) -> None:
+    """sizing.js (under node) gives, case by case, the peaks, verdicts and recommendations of
+    memory_sizing.evaluate, which the worked tables and the README are drawn from."""
+    node = shutil.which("node")
+    if node is None:
+        _needed_or_skip("node", "apt-get install -y nodejs, as in .ci/run,")
+    cases = _cases(data)
+    completed = subprocess.run(
+        [str(node), "-e", NODE_RUNNER, str(CALCULATOR)],
+        input=json.dumps({"data": data, "cases": cases}),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    shown = json.loads(completed.stdout)
+    assert len(shown) == len(cases)
+    for case, calculator in zip(cases, shown):
+        expected = sizing.evaluate(
+            data,
+            case["setting"],
+            case["W"],
+            case["machine"],
+            workspace=case["workspace"],
+            budget=case["budget"],
+        )
+        where = f"{case['setting']['id']}, W={case['W']:.3g}, {case['machine']}"
+        assert calculator["verdict"] == expected["verdict"], where
+        assert calculator["engines"] == expected["engines"], where
+        for memory, peak in expected["peaks"].items():
+            for key in ("low", "high"):
+                assert calculator["peaks"][memory][key] == pytest.approx(peak[key]), where
+                assert calculator["peaks"][memory][f"{key}_phase"] == peak[f"{key}_phase"], where
+        best = sizing.recommend(data, case["W"], case["machine"])
+        assert calculator["best"] == best["setting"], where
+
+
+# -- the page, in a headless browser -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        _needed_or_skip(
+            "chromium (/usr/bin/chromium)", "apt-get install -y chromium, as in .ci/run,"
+        )
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _needed_or_skip("playwright", "pip install -r tests/requirements.txt")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+def _no_sideways_scroll(page: Any) -> None:
+    scroll, client = page.evaluate(
+        "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    )
+    assert scroll <= client, f"the page scrolls sideways: {scroll} px wide in {client} px"
+
+
+def _enter(page: Any, machine: Dict[str, Any], machine_id: Optional[str], weights: float) -> None:
+    """Pick the machine (a preset, or figures of one's own) and type the weights in GB."""
+    if machine_id is not None:
+        page.select_option("#sizing-machine", machine_id)
+    else:
+        page.select_option("#sizing-machine", "own")
+        page.select_option("#sizing-kind", machine["kind"])
+        if machine["kind"] == "shared":
+            page.fill("#sizing-usable", str(machine["usable_bytes"] / GB))
+        else:
+            page.fill("#sizing-gpu", str(machine["gpu_bytes"] / GB))
+            page.fill("#sizing-host", str(machine["host_bytes"] / GB))
+    page.fill("#sizing-weights", str(weights / GB))
+
+
+# What the page shows after an input, read in one call: the answer and every setting's card.
+READ_RESULTS = """() => ({
+  answer: document.getElementById("sizing-answer").dataset.setting,
+  cards: Array.from(document.querySelectorAll("div.sizing-result")).map((card) => ({
+    setting: card.dataset.setting,
+    verdict: card.dataset.verdict,
+    peaks: Object.fromEntries(["host", "gpu", "shared"].map((memory) => [memory, {
+      low: card.getAttribute("data-" + memory + "-low"),
+      high: card.getAttribute("data-" + memory + "-high"),
+      text: (card.querySelector('p.sizing-peak[data-memory="' + memory + '"]') || {}).innerText,
+    }])),
+    links: Array.from(card.querySelectorAll("div.sizing-terms a")).map((a) => a.href),
+  })),
+  scroll: [document.documentElement.scrollWidth, document.documentElement.clientWidth],
+})"""
+
+
+@pytest.mark.parametrize("width", [1400, 420])
+def test_calculator_in_a_browser(
+    browser: Any, built_html: Path, data: Dict[str, Any], width: int
+) -> None:
+    """Typed into the built page, the worked examples' model sizes on every machine class
+    (and on figures of one's own) give the peaks of the data file's arithmetic and the worked
+    table's setting, and nothing scrolls sideways: three models per machine at a desktop's
+    width, one at a phone's (the arithmetic does not depend on the width; the node test above
+    covers every case)."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    errors: List[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto((built_html / MEMORY_PAGE).as_uri())
+    assert page.inner_text("#sizing-answer").startswith("Use: "), "no answer for the default"
+    machines: List[Any] = [
+        (entry["id"], sizing.machine(data, entry["id"])) for entry in data["machines"]
+    ]
+    machines.append((None, {"kind": "discrete", "gpu_bytes": 48 * GB, "host_bytes": 128 * GB}))
+    machines.append((None, {"kind": "shared", "usable_bytes": 60 * GB, "nominal_bytes": 64 * GB}))
+    sizes = [sizing.model_bytes(data, model) for model in data["examples"]["models"]]
+    for index, (machine_id, machine) in enumerate(machines):
+        for weights in (sizes + sizes)[index : index + (3 if width > 600 else 1)]:
+            _enter(page, machine, machine_id, weights)
+            shown = page.evaluate(READ_RESULTS)
+            where = (machine_id or machine, weights / GB)
+            assert shown["answer"] == sizing.recommend(data, weights, machine)["setting"], where
+            cards = {card["setting"]: card for card in shown["cards"]}
+            assert sorted(cards) == sorted(entry["id"] for entry in data["settings"])
+            for chosen in data["settings"]:
+                expected = sizing.evaluate(data, chosen, weights, machine)
+                card = cards[chosen["id"]]
+                assert card["verdict"] == expected["verdict"], (chosen["id"], where)
+                if expected["refused"]:
+                    continue
+                for memory in ("shared",) if machine["kind"] == "shared" else ("host", "gpu"):
+                    peak, on_page = expected["peaks"][memory], card["peaks"][memory]
+                    for key in ("low", "high"):
+                        assert float(on_page[key]) == pytest.approx(peak[key]), (
+                            chosen["id"],
+                            where,
+                        )
+                    assert sizing.span(peak["low"], peak["high"]) in on_page["text"]
+                assert card["links"] and all(
+                    link.startswith(("https://", "file://")) for link in card["links"]
+                )
+            scroll, client = shown["scroll"]
+            assert scroll <= client, f"the page scrolls sideways: {scroll} px in {client} px"
+    assert "@@" not in page.content(), "a measured source's link was not resolved"
+    assert errors == []
+    page.close()
+
+
+def test_worked_examples_on_the_page(built_html: Path, data: Dict[str, Any]) -> None:
+    """The page's worked table shows, for each example, the setting and peaks that
+    memory_sizing gives (and the calculator, by the test above)."""
+    page = (built_html / MEMORY_PAGE).read_text(encoding="utf-8")
+    table = page[page.index('class="memory-examples') :]
+    table = " ".join(
+        html.unescape(re.sub(r"<[^>]+>", " ", table[: table.index("</table>")])).split()
+    )
+    for model in data["examples"]["models"]:
+        weights = sizing.model_bytes(data, model)
+        for machine_id in data["examples"]["machines"]:
+            assert sizing.example_cell(data, weights, machine_id) in table, (model, machine_id)
+
+
+@pytest.mark.parametrize("width", [1400, 420])
+def test_landing_page_answers_first(browser: Any, built_html: Path, width: int) -> None:
+    """The landing page's first screen holds the peaks of a compile and the way to the
+    calculator, with no sideways scroll."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    page.goto((built_html / "index.html").as_uri())
+    table = page.query_selector("table.memory-formulas")
+    assert table is not None, "the landing page shows no peaks"
+    assert table.bounding_box()["y"] < 900 * (2 if width < 600 else 1)
+    link = page.query_selector('a[href*="resource_management.html#sizing"]')
+    assert link is not None and link.bounding_box()["y"] < 900 * (2 if width < 600 else 1)
+    _no_sideways_scroll(page)
+    page.close()
