@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, List
 
 import pytest
+from filelock import FileLock
 
 REPOSITORY = Path(__file__).resolve().parent.parent.parent
 WORKFLOW = REPOSITORY / ".github" / "workflows" / "pages.yml"
@@ -70,15 +72,26 @@ def workflow_steps() -> List[str]:
 @pytest.fixture(scope="session")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``_site`` of a fresh clone in which every ``run:`` step of the workflow has run, with the
-    bases cached as the workflow's cache step restores them."""
-    clone = tmp_path_factory.mktemp("pages") / "clone"
+    bases cached as the workflow's cache step restores them; built once for all the test
+    processes of a run (pytest-xdist's workers share the parent of their temporary folders)."""
+    shared = tmp_path_factory.getbasetemp().parent
+    with FileLock(str(shared / "pages.lock")):
+        clone = shared / "pages" / "clone"
+        if not (clone / "_site").is_dir():
+            shutil.rmtree(clone.parent, ignore_errors=True)
+            _run_the_workflow(clone)
+    return clone / "_site"
+
+
+def _run_the_workflow(clone: Path) -> None:
     subprocess.run(["git", "clone", "--quiet", str(REPOSITORY), str(clone)], check=True)
     # The workflow's cache step: the bases of earlier runs, at the same path
     BASE_WHEELS.mkdir(parents=True, exist_ok=True)
     (clone / ".cache").mkdir()
     (clone / ".cache" / "base-wheels").symlink_to(BASE_WHEELS, target_is_directory=True)
     # setup-python's ``python``: the Python running the tests
-    bin_dir = tmp_path_factory.mktemp("bin")
+    bin_dir = clone.parent / "bin"
+    bin_dir.mkdir()
     (bin_dir / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
     (bin_dir / "python").chmod(0o755)
     for step in workflow_run_steps():
@@ -95,4 +108,3 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
             check=False,
         )
         assert completed.returncode == 0, f"{command}\n{completed.stdout}{completed.stderr}"
-    return clone / "_site"
