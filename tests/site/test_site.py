@@ -1,0 +1,131 @@
+"""The site command: one static folder, relative links only, all or nothing; pip installs the
+patched wheel from it with the landing page's line."""
+
+from __future__ import annotations
+
+import html
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import List
+from urllib.parse import unquote, urlsplit
+
+import pytest
+from patched_wheel.site import (
+    INDEX_URL_PLACEHOLDER,
+    SPHINX_OPTIONS,
+    Project,
+    landing_page,
+    read_projects,
+)
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+def _site_command(*arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(REPOSITORY / "tools" / "patched_wheel" / "site.py"), *arguments],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def _links(page: str) -> List[str]:
+    return [html.unescape(link) for link in re.findall(r'(?:href|src)="([^"]*)"', page)]
+
+
+def _commands(page: str) -> List[str]:
+    """The text of the page's ``<pre>`` blocks, as a reader copies it."""
+    blocks = re.findall(r"<pre>(.*?)</pre>", page, re.S)
+    return [html.unescape(re.sub(r"<[^>]+>", "", block)) for block in blocks]
+
+
+def test_the_landing_page_links_relatively_and_names_every_project() -> None:
+    projects = [
+        Project("torch-tensorrt", ["2.14.0+memfix1.2", "2.13.0+memfix1.2"]),
+        Project("torch-tensorrt-rtx", ["2.14.0+memfix1.2"]),
+    ]
+    page = landing_page(projects)
+    links = _links(page)
+    assert "simple/torch-tensorrt-rtx/index.html" in links
+    assert [link for link in links if urlsplit(link).scheme or link.startswith("/")] == []
+    commands = _commands(page)
+    assert (
+        f'pip install --extra-index-url {INDEX_URL_PLACEHOLDER} "torch-tensorrt-rtx==2.14.0+memfix1.2"'
+        in commands
+    )
+    assert any('torch-tensorrt-rtx = { index = "torchtrt-memfix" }' in c for c in commands)
+    assert 'new URL("simple/", document.baseURI)' in page  # the lines get the page's address
+
+
+def test_the_projects_are_read_from_the_index(tmp_path: Path) -> None:
+    simple = tmp_path / "simple"
+    (simple / "torch-tensorrt").mkdir(parents=True)
+    (simple / "index.html").write_text('<a href="torch-tensorrt/">torch-tensorrt</a>')
+    wheels = [
+        f"torch_tensorrt-{v}+memfix1.2-cp311-cp311-win_amd64.whl" for v in ("2.9.0", "2.10.0")
+    ]
+    (simple / "torch-tensorrt" / "index.html").write_text(
+        "".join(f'<a href="../../{w}#sha256=00">{w}</a><br>' for w in wheels)
+    )
+    assert read_projects(simple) == [
+        Project("torch-tensorrt", ["2.10.0+memfix1.2", "2.9.0+memfix1.2"])  # newest first
+    ]
+
+
+def test_a_folder_with_files_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "old.html").write_text("")
+    completed = _site_command("--out", str(tmp_path))
+    assert completed.returncode == 1
+    assert "exists and is not an empty folder; remove it or name another" in completed.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.html"]
+
+
+def test_a_failed_step_leaves_no_site_and_no_partial_folder(tmp_path: Path) -> None:
+    completed = _site_command("--out", str(tmp_path / "site"), "--release", "1.0")
+    assert completed.returncode == 1
+    assert "error: building the wheels and their index failed" in completed.stderr
+    assert "no site was written" in completed.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_docs_are_built_as_the_makefile_builds_them() -> None:
+    makefile = (REPOSITORY / "docsrc" / "Makefile").read_text(encoding="utf-8")
+    options = re.search(r"^SPHINXOPTS \?= (.*)$", makefile, re.M)
+    assert options is not None and tuple(options.group(1).split()) == SPHINX_OPTIONS
+
+
+@pytest.mark.network
+def test_every_link_of_the_landing_page_is_a_file_of_the_site(site: Path) -> None:
+    page = (site / "index.html").read_text(encoding="utf-8")
+    for link in _links(page):
+        target = unquote(urlsplit(link).path)
+        assert (site / target).is_file(), link
+
+
+@pytest.mark.network
+def test_pip_installs_the_patched_wheel_with_the_landing_pages_line(
+    site: Path, tmp_path: Path
+) -> None:
+    line = next(c for c in _commands((site / "index.html").read_text()) if c.startswith("pip "))
+    line = line.replace(INDEX_URL_PLACEHOLDER, (site / "simple").as_uri() + "/")
+    target = tmp_path / "target"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            *line.replace('"', "").split(),
+            "--no-deps",
+            "--target",
+            str(target),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert [p.name for p in target.glob("torch_tensorrt-*.dist-info")] == [
+        f"torch_tensorrt-{read_projects(site / 'simple')[0].versions[0]}.dist-info"
+    ]
