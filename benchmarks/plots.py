@@ -7,30 +7,26 @@ directive, for example::
 
     .. plot::
 
-       import sys
-       sys.path.insert(0, "../benchmarks")
-       from plots import plot_host_heap
-       plot_host_heap("../benchmarks/results/host_heap.json")
+       from benchmarks import plots
+       plots.plot_offload_run("benchmarks/results/offload_headline_timing.json")
 
 Functions:
 
-* :func:`plot_host_heap`: RSS kept after a builder-like burst, per allocator setting;
-* :func:`plot_offload_overshoot`: host + GPU memory above the start of an offload, per
-  strategy and model size, from a probed run of ``benchmarks/offload/run.py``;
-* :func:`plot_offload_speed`: GB/s of the offload per strategy and model size, from unprobed
-  runs (the probes slow the move, so probed runs are not used for speed);
-* :func:`plot_fast_path_ceilings`: GB/s of the candidate copy paths of the offload fast path.
+* :func:`plot_offload_run`: GB/s of every case of one offload run, coloured by strategy, with
+  the run's copy ceiling and host limit drawn across;
+* :func:`plot_host_heap`: RSS kept after a builder-like burst, per allocator setting.
 
 Every plot draws horizontal bars, one per measured figure, with the figure written beside its
-bar in the same units as the axis, and one palette (:data:`PALETTE`) for all of them. Plots
-draw every case a result file holds, so new cases need no change here.
+bar in the same units as the axis, and a legend that names each colour; within a plot no two
+meanings share a colour (:data:`PALETTE`). Plots draw every case a result file holds, so new
+cases need no change here.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import sys
+import statistics
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,8 +40,20 @@ logger = logging.getLogger(__name__)
 GiB = 1024**3
 MiB = 1024**2
 
-# One palette for every plot (colour-blind-safe, distinct in greyscale by lightness).
-PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
+# One palette for every plot, in the order a plot hands its colours out: Paul Tol's colour-blind
+# safe "muted" scheme and its pale grey, ten colours no two alike.
+PALETTE = (
+    "#332288",
+    "#CC6677",
+    "#117733",
+    "#DDCC77",
+    "#88CCEE",
+    "#882255",
+    "#44AA99",
+    "#999933",
+    "#AA4499",
+    "#AAAAAA",
+)
 
 # Figures of the host-heap JSON that plot_host_heap can draw: key -> (axis label, scale).
 HOST_HEAP_METRICS = {
@@ -56,23 +64,12 @@ HOST_HEAP_METRICS = {
     "warm_burst_s": ("time of burst 2 (s)", 1.0),
 }
 
-# Colours of the offload strategies, in the registry's order (benchmarks/strategies.py): the
-# README's headline strategies first, each with a colour of its own.
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from strategies import OFFLOAD_STRATEGIES as _REGISTRY  # noqa: E402
+from benchmarks.readme_tables import current_overlay_sha256, machine_record, overlay_mark
+from benchmarks.strategies import OFFLOAD_STRATEGIES
 
-_HEADLINE_COLOURS = (PALETTE[3], PALETTE[1], PALETTE[0])
-_OTHER_COLOURS = tuple(colour for colour in PALETTE if colour not in _HEADLINE_COLOURS)
-OFFLOAD_STRATEGIES = {
-    strategy.name: _HEADLINE_COLOURS[index]
-    for index, strategy in enumerate(s for s in _REGISTRY if s.headline)
-}
-OFFLOAD_STRATEGIES.update(
-    (strategy.name, _OTHER_COLOURS[index % len(_OTHER_COLOURS)])
-    for index, strategy in enumerate(s for s in _REGISTRY if not s.headline)
-)
-
-FONT_SIZE = 9.5
+# Text size in points: a figure FIGURE_WIDTH inches wide shown across a 420 px phone screen
+# still writes it about 13 px high.
+FONT_SIZE = 12.5
 
 
 @dataclass(frozen=True)
@@ -100,20 +97,16 @@ def _figure_and_axes(
     if ax is None:
         import matplotlib.pyplot as plt
 
-        figure, axes = plt.subplots(figsize=figsize)
+        figure, axes = plt.subplots(figsize=figsize, layout="constrained")
         return figure, axes
     if isinstance(ax, Figure):
         return ax, ax.add_subplot()
     return ax.figure, ax
 
 
-def _colour(name: str, known: Dict[str, str], order: Sequence[str]) -> str:
-    """``known[name]``, or the palette's colour for ``name``'s place in ``order``."""
-    return known.get(name) or PALETTE[list(order).index(name) % len(PALETTE)]
-
-
 def _strategy_order(strategies: Sequence[str]) -> List[str]:
-    known = [name for name in OFFLOAD_STRATEGIES if name in strategies]
+    """The strategies of a plot in the registry's order (``benchmarks/strategies.py``)."""
+    known = [strategy.name for strategy in OFFLOAD_STRATEGIES if strategy.name in strategies]
     return known + sorted(set(strategies) - set(known))
 
 
@@ -126,9 +119,12 @@ def _significant(value: float) -> str:
 
 # Width of every plot, in inches: narrow enough that a phone shows it whole at a readable
 # size (the docs fit it to the column), wide enough for the longest label above its bar.
-FIGURE_WIDTH = 5.0
+FIGURE_WIDTH = 4.6
 # Characters per line of a title or an axis label at that width.
-TITLE_WIDTH = 58
+TITLE_WIDTH = 40
+# Height of one bar's row (its label above it), and of the title, axis and legend, in inches.
+ROW_HEIGHT = 0.42
+FRAME_HEIGHT = 1.6
 
 
 def _bar_figure(
@@ -138,15 +134,18 @@ def _bar_figure(
     xlabel: str,
     title: str,
     legend: Sequence[Tuple[str, str]] = (),
+    lines: Sequence[Tuple[str, float, str]] = (),
     log_scale: bool = False,
 ) -> FigureBase:
     """Horizontal bars from the top down, each with its label above it and its figure beside
-    it; one legend entry per ``(name, colour)``.
+    it; one legend entry per ``(name, colour)``, and per vertical line ``(name, x, style)``.
 
     Labels sit above the bars rather than left of the axis, so the figure stays narrow enough
-    to read whole on a phone, however long the labels are.
+    to read whole on a phone, however long the labels are. The legend sits outside the axis,
+    where it hides no bar.
     """
-    figure, axes = _figure_and_axes(ax, (FIGURE_WIDTH, 1.3 + 0.42 * len(bars)))
+    height = FRAME_HEIGHT + ROW_HEIGHT * len(bars) + 0.25 * (len(legend) + len(lines)) / 2
+    figure, axes = _figure_and_axes(ax, (FIGURE_WIDTH, height))
     positions = [float(index) for index in range(len(bars))][::-1]
     drawn = axes.barh(
         positions, [bar.value for bar in bars], color=[bar.colour for bar in bars], height=0.45
@@ -172,23 +171,25 @@ def _bar_figure(
         smallest = min((bar.value for bar in bars if bar.value > 0), default=largest)
         axes.set_xlim(smallest / 3, largest * 60)
     else:
-        axes.set_xlim(0, largest * 1.6)
+        axes.set_xlim(0, max([largest * 1.6] + [x * 1.05 for _, x, _ in lines]))
     axes.set_title("\n".join(textwrap.wrap(title, TITLE_WIDTH)), fontsize=FONT_SIZE + 0.5)
+    handles: List[Any] = []
     if legend:
         from matplotlib.patches import Patch
 
-        handles = [Patch(color=colour, label=name) for name, colour in legend]
-        axes.legend(handles=handles, fontsize=FONT_SIZE, loc="lower right")
-    if isinstance(figure, Figure):
-        figure.tight_layout()
+        handles += [Patch(color=colour, label=name) for name, colour in legend]
+    for name, x, style in lines:
+        handles.append(axes.axvline(x, color="black", linestyle=style, linewidth=1.2, label=name))
+    if handles:
+        figure.legend(
+            handles=handles, fontsize=FONT_SIZE, loc="outside lower center", ncols=2, frameon=False
+        )
     return figure
 
 
 def _machine(document: Dict[str, Any], *keys: str) -> str:
     """The first of ``keys`` the file's machine record has (its ``provenance.host``, or the
     older ``machine`` field), e.g. ``_machine(document, "device", "gpu")``."""
-    from readme_tables import machine_record
-
     machine = machine_record(document)
     found = [str(machine[key]) for key in keys if machine.get(key) not in (None, "")]
     return found[0] if found else "?"
@@ -247,136 +248,59 @@ def plot_host_heap(
     return _bar_figure(ax, bars, xlabel=label, title=title, legend=legend, log_scale=log_scale)
 
 
-# After the label of a bar whose run measured another overlay than the current one, or whose
+# After the title of a plot whose run measured another overlay than the current one, or whose
 # result file does not say which (the docs' pages explain it).
 STALE_MARK = " \u2020"
 
 
-def _marked(case: Dict[str, Any], document: Dict[str, Any]) -> Dict[str, Any]:
-    """The case, flagged when its file does not name the current overlay."""
-    from readme_tables import current_overlay_sha256, overlay_mark
-
-    stale = not overlay_mark(document, current_overlay_sha256()).current
-    return {**case, "_stale": stale}
-
-
-def _offload_bars(
-    cases: Sequence[Dict[str, Any]], value: Callable[[Dict[str, Any]], float], text: str
-) -> List[Bar]:
-    """One bar per case, grouped by model, strategies in :data:`OFFLOAD_STRATEGIES` order."""
-    order = _strategy_order([case["strategy"] for case in cases])
-    seen: Dict[Tuple[int, str, str], int] = {}
-    bars = []
-    ordered = sorted(
-        cases, key=lambda case: (case["size_gib"], case["mix"], order.index(case["strategy"]))
-    )
-    for case in ordered:
-        key = (case["size_gib"], case["mix"], case["strategy"])
-        seen[key] = seen.get(key, 0) + 1
-        repeats = sum(
-            1 for other in cases if (other["size_gib"], other["mix"], other["strategy"]) == key
-        )
-        run = f" (run {seen[key]})" if repeats > 1 else ""
-        stale = STALE_MARK if case.get("_stale") else ""
-        bars.append(
-            Bar(
-                f"{case['size_gib']} GiB {case['mix']}, {case['strategy']}{run}{stale}",
-                value(case),
-                text.format(**case, overshoot_GiB=case.get("overshoot_bytes", 0) / GiB),
-                _colour(case["strategy"], OFFLOAD_STRATEGIES, order),
-            )
-        )
-    return bars
-
-
-def plot_offload_overshoot(
-    json_paths: Union[str, Path, Sequence[Union[str, Path]]],
-    ax: Optional[Union[Axes, Figure]] = None,
-) -> FigureBase:
-    """Draw the offload's overshoot (host + GPU above the start) per model and strategy.
-
-    One bar per probed case, grouped by model (size and tensor mix), its length in multiples
-    of the model size W, with the overshoot in GiB and in W written beside it. Only the
-    overshoot of a probed run means anything; unprobed cases are skipped.
-
-    Args:
-        json_paths: A file, or files, written by ``benchmarks/offload/run.py`` with its
-            probes on; unprobed files among them add nothing.
-        ax: Axes, or a figure to add one to; a new pyplot figure if omitted.
-
-    Returns:
-        The figure (or subfigure) drawn into.
-    """
-    paths = [json_paths] if isinstance(json_paths, (str, Path)) else list(json_paths)
-    cases: List[Dict[str, Any]] = []
-    document: Dict[str, Any] = {}
-    for json_path in paths:
-        loaded = _load(json_path, "offload")
-        probed = [_marked(case, loaded) for case in loaded["cases"] if case.get("probes", True)]
-        if probed:
-            cases.extend(probed)
-            document = loaded
-    bars = _offload_bars(
-        cases, lambda case: case["overshoot_W"], "{overshoot_GiB:.2f} GiB ({overshoot_W:.3f} W)"
-    )
-    title = (
-        f"Host + GPU memory above the start of the offload ({_machine(document, 'device', 'gpu')})"
-    )
-    return _bar_figure(ax, bars, xlabel="overshoot (multiples of the model size W)", title=title)
-
-
-def plot_offload_speed(
-    json_paths: Sequence[Union[str, Path]], ax: Optional[Union[Axes, Figure]] = None
-) -> FigureBase:
-    """Draw the offload's speed (GB/s), one horizontal bar per unprobed case and run.
-
-    A case measured in several files (a repeat) gets one bar per run, so the spread between
-    runs stays visible. Probed cases are skipped: the probes run after every tensor
-    operation and slow the move.
-
-    Args:
-        json_paths: Files written by ``benchmarks/offload/run.py --no-probes``; probed files
-            among them add nothing.
-        ax: Axes, or a figure to add one to; a new pyplot figure if omitted.
-
-    Returns:
-        The figure (or subfigure) drawn into.
-    """
-    cases: List[Dict[str, Any]] = []
-    document: Dict[str, Any] = {}
-    for json_path in json_paths:
-        loaded = _load(json_path, "offload")
-        unprobed = [
-            _marked(case, loaded) for case in loaded["cases"] if not case.get("probes", True)
-        ]
-        if unprobed:
-            cases.extend(unprobed)
-            document = loaded
-    bars = _offload_bars(cases, lambda case: case["GBps"], "{GBps:.2f} GB/s, {seconds:.1f} s")
-    title = f"Speed of the offload, runs without probes ({_machine(document, 'device', 'gpu')})"
-    return _bar_figure(ax, bars, xlabel="GB/s (model size W / seconds of the move)", title=title)
-
-
-def plot_fast_path_ceilings(
+def plot_offload_run(
     json_path: Union[str, Path], ax: Optional[Union[Axes, Figure]] = None
 ) -> FigureBase:
-    """Draw the GB/s of each candidate copy path, one bar per path and tensor size.
+    """Draw the speed of every timed case of one offload run, one colour per strategy.
+
+    One bar per case (the median where the run repeated it), grouped by model, with its GB/s
+    and its fraction of the run's copy ceiling beside it; the run's copy ceiling and its host
+    limit for four bytes of traffic per moved byte (a path through page-locked chunks) are
+    drawn across as lines. Probed cases are skipped: the probes slow the move.
 
     Args:
-        json_path: A file written by ``benchmarks/offload/fast_path_ceilings.py``.
+        json_path: A timed file written by ``python -m benchmarks run offload``
+            (``--timing-out``, or ``--no-probes``).
         ax: Axes, or a figure to add one to; a new pyplot figure if omitted.
 
     Returns:
         The figure (or subfigure) drawn into.
     """
-    document = _load(json_path, None)
-    speeds: Dict[str, Dict[str, float]] = document["GBps"]
-    paths = list(speeds)
-    bars = [
-        Bar(f"{path}, {size} tensors", speed, f"{speed:.1f} GB/s", PALETTE[index % len(PALETTE)])
-        for index, (path, per_size) in enumerate(speeds.items())
-        for size, speed in per_size.items()
-    ]
-    title = f"Copy paths from GPU into new host memory ({_machine(document, 'device', 'gpu')})"
-    logger.debug("plotted %d copy paths from %s", len(paths), json_path)
-    return _bar_figure(ax, bars, xlabel="GB/s", title=title)
+    document = _load(json_path, "offload")
+    cases: Dict[Tuple[int, str, str], List[Dict[str, Any]]] = {}
+    for case in document["cases"]:
+        if not case.get("probes", True):
+            cases.setdefault((case["size_gib"], case["mix"], case["strategy"]), []).append(case)
+    order = _strategy_order([strategy for _, _, strategy in cases])
+    colours = {name: PALETTE[index % len(PALETTE)] for index, name in enumerate(order)}
+    bars = []
+    for (size, mix, strategy), runs in cases.items():
+        speed = statistics.median(run["GBps"] for run in runs)
+        share = statistics.median(run["fraction_of_copy_ceiling"] for run in runs)
+        bars.append(
+            Bar(
+                f"{size} GiB {mix}" + (f" ({len(runs)} runs)" if len(runs) > 1 else ""),
+                speed,
+                f"{speed:.1f} GB/s, {share:.2f}",
+                colours[strategy],
+            )
+        )
+    lines = [("copy ceiling", document["copy_ceiling"]["GBps"], "--")]
+    if "host_limit" in document:
+        limit = document["host_limit"]["limit_GBps"]["4"]
+        lines.append(("host limit (4 bytes of traffic)", limit, ":"))
+    stale = "" if overlay_mark(document, current_overlay_sha256()).current else STALE_MARK
+    title = (
+        f"Offload speed per case, {_machine(document, 'device', 'gpu')}; beside each bar its "
+        f"share of the copy ceiling{stale}"
+    )
+    legend = [(name, colours[name]) for name in order]
+    return _bar_figure(
+        ax, bars, xlabel="GB/s (model size / seconds of the move)", title=title,
+        legend=legend, lines=lines,
+    )  # fmt: skip

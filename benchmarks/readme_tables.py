@@ -1,9 +1,9 @@
 """The README's headline tables, generated from the result files in ``benchmarks/results/``.
 
-Run from anywhere, after a benchmark has written new results::
+Run from the repository's root, after a benchmark has written new results::
 
-    python benchmarks/readme_tables.py          # rewrite the tables in README.md
-    python benchmarks/readme_tables.py --check  # exit 1, naming each table, if README.md drifted
+    python -m benchmarks tables          # rewrite the tables in README.md
+    python -m benchmarks tables --check  # exit 1, naming each table, if README.md drifted
 
 Each table sits in ``README.md`` between ``<!-- results:NAME:start -->`` and
 ``<!-- results:NAME:end -->``; only those blocks are rewritten. The tables draw every case a
@@ -15,8 +15,8 @@ from what this module makes of the results.
 This is the one way from a result file to a table: the docs' extension
 (``docsrc/_ext/benchmark_tables.py``) renders the same :class:`Table` objects, the README's
 headline tables (:data:`TABLES`) and the tables of every run that only the docs show
-(:func:`offload_run`, :func:`host_heap_cases`, :func:`fast_path_ceilings`,
-:func:`offload_steps`). Every table says which overlay its figures measured, from each result
+(:func:`offload_run`, :func:`run_summary`, :func:`host_heap_cases`, :func:`offload_steps`).
+Plots are drawn from the same files by ``benchmarks/plots.py``. Every table says which overlay its figures measured, from each result
 file's ``provenance`` (:class:`OverlayMark`): a file that records an overlay other than the
 current one, or none, is marked so.
 
@@ -47,8 +47,8 @@ GiB = 1024**3
 MiB = 1024**2
 
 # The strategies and host-heap cases, their labels and which are the README's: one registry.
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from strategies import HOST_HEAP_CASES, OFFLOAD_BY_NAME, OFFLOAD_STRATEGIES  # noqa: E402
+from benchmarks.harness import overlay_sha256
+from benchmarks.strategies import HOST_HEAP_CASES, OFFLOAD_BY_NAME, OFFLOAD_STRATEGIES
 
 STRATEGY_TITLES = {strategy.name: strategy.label for strategy in OFFLOAD_STRATEGIES}
 HOST_HEAP_ROWS = tuple((case.name, case.label) for case in HOST_HEAP_CASES if case.headline)
@@ -182,15 +182,9 @@ def model_name(case: Dict[str, Any]) -> str:
 
 
 def current_overlay_sha256() -> str:
-    """The sha256 of the overlay in this checkout, as the build and the benchmarks compute it
-    (``patched_wheel.provenance``), so that a table and a result file compare the same value."""
-    tools = str(REPOSITORY / "tools")
-    if tools not in sys.path:
-        sys.path.insert(0, tools)
-    from patched_wheel.provenance import overlay_sha256
-
-    current: str = overlay_sha256()
-    return current
+    """The sha256 of the overlay in this checkout, as the benchmarks' harness records it in a
+    result file, so that a table and a result file compare the same value."""
+    return overlay_sha256()
 
 
 @dataclass(frozen=True)
@@ -543,20 +537,6 @@ def offload_run(document: Dict[str, Any]) -> Table:
     return Table(header, rows, [])
 
 
-def fast_path_ceilings(document: Dict[str, Any]) -> Table:
-    """GB/s of each candidate copy path of the fast path, per tensor size."""
-    speeds: Dict[str, Dict[str, float]] = document["GBps"]
-    sizes: List[str] = []
-    for per_size in speeds.values():
-        sizes.extend(size for size in per_size if size not in sizes)
-    header = ["path"] + [f"{size} tensors (GB/s)" for size in sizes]
-    rows = [
-        [f"`{name}`"] + [f"{per_size[size]:.1f}" for size in sizes]
-        for name, per_size in speeds.items()
-    ]
-    return Table(header, rows, [])
-
-
 def host_heap_cases(document: Dict[str, Any]) -> Table:
     """Medians per case and burst size of the host-heap benchmark, bursts 1 and 2 apart."""
     header = [
@@ -582,6 +562,22 @@ def host_heap_cases(document: Dict[str, Any]) -> Table:
     return Table(header, rows, [])
 
 
+def fast_path_setup(document: Dict[str, Any]) -> Table:
+    """GPU and host memory after each step of the fast path's setup, per order of steps."""
+    rows = [
+        [
+            f"`{order['order']}`",
+            f"`{step['step']}`",
+            f"{step['gpu_delta_MiB']:+.0f}",
+            f"{step['host_delta_MiB']:+.0f}",
+        ]
+        for order in document["orders"]
+        for step in order["steps"][1:]
+    ]
+    header = ["order", "step", "GPU memory (MiB)", "host memory (MiB)"]
+    return Table(header, rows, [], numeric_from=2)
+
+
 def offload_steps(results: Path = RESULTS) -> Table:
     """Every release step of the fork the offload runs measured: overshoot, and GB/s unprobed."""
     cases = [case for path in offload_files(results) for case in read_result(path)["cases"]]
@@ -597,9 +593,109 @@ def offload_steps(results: Path = RESULTS) -> Table:
     return Table(header, rows, [], numeric_from=2)
 
 
+# The offload's targets: speed as a fraction of the run's copy ceiling (the second figure for
+# the ``small`` mix, whose tensors are 2-6 MiB), and overshoot above its floor.
+SPEED_TARGET = 0.75
+SMALL_TENSORS_SPEED_TARGET = 0.6
+OVERSHOOT_TARGET_MIB = 64
+
+# The final run of the headline plan: its probed file and its timed file.
+HEADLINE_RUN = ("offload_headline.json", "offload_headline_timing.json")
+
+
+def _limits_note(document: Dict[str, Any]) -> str:
+    """What the run's copy ceiling and host limit were, from its file."""
+    ceiling = document["copy_ceiling"]
+    text = (
+        f"The run's copy ceiling: {ceiling['GBps']:.1f} GB/s (1 GiB from page-locked memory "
+        "into fresh huge pages with every core, best of 5"
+    )
+    if "after_cases" in ceiling:
+        text += f"; {ceiling['after_cases']['GBps']:.1f} GB/s measured again after the cases"
+    text += ")."
+    limit = document.get("host_limit")
+    if limit:
+        per_count = ", ".join(
+            f"{value:.1f} GB/s for {count}" for count, value in limit["limit_GBps"].items()
+        )
+        text += (
+            f" The host's limit: its memory bandwidth, {limit['bandwidth_GBps']:.1f} GB/s (the "
+            f"larger of a plain copy's traffic, 2 x {limit['copy_GBps']:.1f} GB/s, and a "
+            f"read-only pass, {limit['read_GBps']:.1f} GB/s, every core), over the strategy's "
+            f"bytes of memory traffic per moved byte: {per_count} (four for a path through "
+            "page-locked chunks, two for DMA into the destination). What bounds the bounce "
+            f"path's CPU side: fresh pages faulted in from every core at "
+            f"{limit['fault_in_GBps']:.1f} GB/s, and its 16 MiB chunked copy at "
+            f"{limit['chunked_copy_fresh_GBps']:.1f} GB/s into fresh memory against "
+            f"{limit['chunked_copy_prefaulted_GBps']:.1f} GB/s into memory faulted in before."
+        )
+    return text
+
+
+def run_summary(
+    probed: Optional[Dict[str, Any]],
+    timed: Dict[str, Any],
+    strategies: Optional[Sequence[str]] = None,
+) -> Table:
+    """One offload run, case by case: speed (timed, the median of its runs), its fractions of
+    the run's copy ceiling and host limit, and the overshoot above its floor (probed); only
+    the cases of ``strategies`` where given."""
+    overshoots = {
+        (model_name(case), case["strategy"]): case["overshoot_over_floor_MiB"]
+        for case in (probed or {}).get("cases", [])
+    }
+    by_case: Dict[Tuple[str, str], List[Dict[str, Any]]] = {}
+    for case in timed["cases"]:
+        if strategies is None or case["strategy"] in strategies:
+            by_case.setdefault((model_name(case), case["strategy"]), []).append(case)
+    rows = []
+    for (model, strategy), cases in by_case.items():
+        limit = [
+            case["fraction_of_host_limit"] for case in cases if "fraction_of_host_limit" in case
+        ]
+        overshoot = overshoots.get((model, strategy))
+        rows.append(
+            [
+                model,
+                f"`{strategy}`",
+                _figure(cases, "GBps", ".2f", " GB/s"),
+                f"{_median(cases, 'fraction_of_copy_ceiling'):.2f}",
+                f"{statistics.median(limit):.2f}" if limit else "-",
+                "-" if overshoot is None else f"{overshoot:+.0f} MiB",
+            ]
+        )
+    header = ["model", "strategy", "speed", "of copy ceiling", "of host limit", "overshoot - floor"]
+    notes = [
+        "Speed: model size W / seconds of the move without memory probes (the median where the "
+        "run repeated a case); its fraction of the same run's copy ceiling and of the host's "
+        "limit for the strategy. Overshoot - floor: the peak of host + GPU memory above its "
+        "start, less the larger of the largest tensor and the fullest segment of the CUDA "
+        "caching allocator, which no tensor-by-tensor move can hand back early (probed run). "
+        f"Targets: {SPEED_TARGET} of the copy ceiling ({SMALL_TENSORS_SPEED_TARGET} for the "
+        f"`small` mix's 2-6 MiB tensors), overshoot at most floor + {OVERSHOOT_TARGET_MIB} MiB.",
+        _limits_note(timed),
+    ]
+    return Table(header, rows, notes, numeric_from=2)
+
+
+def offload_shapes(results: Path = RESULTS) -> Table:
+    """Every case of the final headline run (:data:`HEADLINE_RUN`) against the targets."""
+    probed_path, timed_path = (results / name for name in HEADLINE_RUN)
+    probed, timed = read_result(probed_path), read_result(timed_path)
+    table = run_summary(probed, timed)
+    current = current_overlay_sha256()
+    notes = [
+        *table.notes,
+        overlay_line(overlay_mark(timed, current), current),
+        source_note(probed_path, probed),
+    ]
+    return Table(table.header, table.rows, notes, table.numeric_from)
+
+
 TABLES: Dict[str, Callable[[Path], Table]] = {
     "offload-headline": offload_headline,
     "offload-speed": offload_speed,
+    "offload-shapes": offload_shapes,
     "host-heap": host_heap,
     "build-speed": build_speed,
 }
@@ -657,7 +753,7 @@ def drifted(current: str, expected: str) -> List[str]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python benchmarks/readme_tables.py",
+        prog="python -m benchmarks tables",
         description="Regenerate the README's tables of measured figures from benchmarks/results.",
     )
     parser.add_argument(
@@ -677,7 +773,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if names:
             print(
                 f"error: {args.readme.name}: tables differ from the results: {', '.join(names)}; "
-                "run python benchmarks/readme_tables.py",
+                "run python -m benchmarks tables",
                 file=sys.stderr,
             )
             return 1

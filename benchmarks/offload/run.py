@@ -646,7 +646,7 @@ def probe_wanted(args: argparse.Namespace, strategy: str) -> bool:
     return args.probe_strategies is None or strategy in args.probe_strategies
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks run offload", description=__doc__.splitlines()[0]
     )
@@ -681,11 +681,11 @@ def parse_args() -> argparse.Namespace:
         nargs="*",
         help="with --timing-out: probe only these strategies (default: every one)",
     )
-    return parser.parse_args()
+    return parser.parse_args(argv)
 
 
-def main() -> int:
-    args = parse_args()
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parse_args(argv)
     if args.case:
         size, mix, strategy = args.case.split(":")
         harness.print_case_result(run_case(int(size), mix, strategy, probes=not args.no_probes))

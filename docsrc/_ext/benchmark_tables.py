@@ -15,7 +15,10 @@ Directives:
 * ``.. offload-results:: unprobed`` (or ``probed``): the table and source of every
   ``offload*.json`` run of that kind;
 * ``.. offload-strategies::``: the registry of offload strategies, name, label and meaning;
-* ``.. fast-path-table::``, ``.. host-heap-table::``: every case of those result files;
+* ``.. offload-run-summary:: offload_designs``: one offload run's cases against the run's copy
+  ceiling and host limit (``offload_designs.json`` probed, ``offload_designs_timing.json``
+  timed), and where the files come from;
+* ``.. host-heap-table::``: every case of that result file;
 * ``.. offload-step-table::``: every release step of the fork the offload runs measured;
 * ``.. result-source:: <path>``: the command that wrote a result file and the machine it ran on;
 * ``.. cli-usage:: build`` and ``.. cli-options:: build``: the usage line and the options of a
@@ -35,11 +38,14 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib
+import importlib.util
 import json
 import re
 import shlex
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from docutils import nodes
@@ -51,14 +57,31 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.docutils import SphinxDirective
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-for _folder in (REPOSITORY / "benchmarks", REPOSITORY / "tools"):
-    if str(_folder) not in sys.path:
-        sys.path.insert(0, str(_folder))
 
-import readme_tables  # noqa: E402
-from patched_wheel.matrix import PLATFORM_TITLES  # noqa: E402
-from readme_tables import portable_command  # noqa: E402
-from readme_tables import TABLES, ResultsError, Table, offload_files  # noqa: E402
+
+def import_package(name: str, folder: Path) -> ModuleType:
+    """The package in ``folder``, imported as ``name`` without adding its parent to
+    ``sys.path`` (the docs build runs from ``docsrc/``), so that its modules' absolute imports
+    (``from benchmarks.strategies import ...``) find it; the one already imported, if any."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(
+        name, folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
+    assert spec is not None and spec.loader is not None
+    package = importlib.util.module_from_spec(spec)
+    sys.modules[name] = package
+    spec.loader.exec_module(package)
+    return package
+
+
+import_package("benchmarks", REPOSITORY / "benchmarks")
+import_package("patched_wheel", REPOSITORY / "tools" / "patched_wheel")
+readme_tables = importlib.import_module("benchmarks.readme_tables")
+PLATFORM_TITLES = importlib.import_module("patched_wheel.matrix").PLATFORM_TITLES
+portable_command = readme_tables.portable_command
+TABLES, ResultsError, Table = readme_tables.TABLES, readme_tables.ResultsError, readme_tables.Table
+offload_files = readme_tables.offload_files
 
 GiB = 1024**3
 MiB = 1024**2
@@ -212,14 +235,18 @@ class OffloadResults(SphinxDirective):
 
 class OffloadStrategies(SphinxDirective):
     """Every offload strategy of the benchmarks' registry (``benchmarks/strategies.py``): its
-    name, its label in the tables, and what it does."""
+    name, its label in the tables, and what it does; ``research`` lists the designs not in the
+    overlay instead."""
+
+    optional_arguments = 1
 
     def run(self) -> List[nodes.Node]:
-        from strategies import OFFLOAD_STRATEGIES
+        from benchmarks.strategies import OFFLOAD_STRATEGIES
 
         self.env.note_dependency(str(REPOSITORY / "benchmarks" / "strategies.py"))
+        research = self.arguments[0] == "research" if self.arguments else False
         items = nodes.definition_list(classes=["offload-strategies"])
-        for strategy in OFFLOAD_STRATEGIES:
+        for strategy in (s for s in OFFLOAD_STRATEGIES if s.research == research):
             term = nodes.term()
             term += nodes.literal(text=strategy.name)
             definition = nodes.definition()
@@ -229,11 +256,44 @@ class OffloadStrategies(SphinxDirective):
         return [items]
 
 
-class FastPathTable(_ResultDirective):
-    """GB/s of each candidate copy path, per tensor size."""
+class OffloadRunSummary(SphinxDirective):
+    """One offload run against its ceilings (:func:`readme_tables.run_summary`): the argument
+    is the stem of its probed file, ``<stem>_timing.json`` its timed file; ``:strategies:``
+    keeps only those cases; ``:table-only:`` leaves out the notes and the source (for a
+    summary whose full table comes later on the page)."""
+
+    required_arguments = 1
+    option_spec = {"strategies": directives.unchanged, "table-only": directives.flag}
+
+    def run(self) -> List[nodes.Node]:
+        results = _repository(Path(self.env.srcdir)) / RESULTS
+        stem = self.arguments[0]
+        try:
+            documents = []
+            for name in (f"{stem}.json", f"{stem}_timing.json"):
+                self.env.note_dependency(str(results / name))
+                documents.append(_read_json(results / name))
+            probed, timed = documents
+            wanted = self.options.get("strategies")
+            table = readme_tables.run_summary(probed, timed, wanted.split() if wanted else None)
+            if "table-only" in self.options:
+                return [_table(table)]
+            out = _rendered(table)
+        except (ResultError, KeyError, TypeError, ValueError) as error:
+            message = f"offload-run-summary: {stem}: {error!r}"
+            return [self.state_machine.reporter.error(message, line=self.lineno)]
+        current = readme_tables.current_overlay_sha256()
+        mark = readme_tables.overlay_mark(timed, current)
+        out.append(_paragraph(readme_tables.overlay_line(mark, current)))
+        out.extend(source_nodes(f"{RESULTS}/{stem}.json", probed, None))
+        return out
+
+
+class FastPathSetupTable(_ResultDirective):
+    """GPU and host memory after each step of the fast path's setup."""
 
     def render(self, path: Path, document: Any) -> List[nodes.Node]:
-        return _rendered(readme_tables.fast_path_ceilings(document))
+        return _rendered(readme_tables.fast_path_setup(document))
 
 
 class HostHeapTable(_ResultDirective):
@@ -564,7 +624,8 @@ def setup(app: Sphinx) -> Dict[str, Any]:
     app.add_post_transform(LongLiterals)
     app.add_directive("supported-matrix", SupportedMatrix)
     app.add_directive("offload-strategies", OffloadStrategies)
-    app.add_directive("fast-path-table", FastPathTable)
+    app.add_directive("offload-run-summary", OffloadRunSummary)
+    app.add_directive("fast-path-setup-table", FastPathSetupTable)
     app.add_directive("host-heap-table", HostHeapTable)
     app.add_directive("offload-step-table", OffloadStepTable)
     app.add_directive("offload-results", OffloadResults)

@@ -2,45 +2,36 @@
 
 The README's tables of measured figures are generated between markers; these tests fail when
 the README differs from what the generator makes of ``benchmarks/results/`` (rerun
-``python benchmarks/readme_tables.py``), when a figure is typed into the README's prose
+``python -m benchmarks tables``), when a figure is typed into the README's prose
 outside those tables, and when the generator stops drawing the cases a result file holds.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Dict
 
 import pytest
 from wheel_helpers import LABEL
 
+from benchmarks import readme_tables as tables
+
 REPOSITORY = Path(__file__).resolve().parents[2]
-GENERATOR = REPOSITORY / "benchmarks" / "readme_tables.py"
 README = REPOSITORY / "README.md"
-
-
-def _load_generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("readme_tables", GENERATOR)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("readme_tables", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-tables = _load_generator()
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(GENERATOR), *args], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "benchmarks", "tables", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPOSITORY,
     )
 
 
@@ -62,7 +53,7 @@ def test_readme_tables_match_the_results() -> None:
     expected = tables.render_readme(current)
     assert (
         tables.drifted(current, expected) == []
-    ), "README.md's tables differ from benchmarks/results; run python benchmarks/readme_tables.py"
+    ), "README.md's tables differ from benchmarks/results; run python -m benchmarks tables"
     assert current == expected
 
 
@@ -81,10 +72,8 @@ def test_check_command_names_a_drifted_table(tmp_path: Path) -> None:
     readme.write_text(text.replace(block, changed), encoding="utf-8")
     result = _run("--check", "--readme", str(readme))
     assert result.returncode == 1
-    assert result.stderr == (
-        "error: README.md: tables differ from the results: host-heap; "
-        "run python benchmarks/readme_tables.py\n"
-    )
+    assert "tables differ from the results: host-heap;" in result.stderr
+    assert "python -m benchmarks tables" in result.stderr
     assert readme.read_text(encoding="utf-8") != text, "--check must not write"
 
 
@@ -303,6 +292,12 @@ def test_host_heap_table_names_its_overlay() -> None:
             id="several-files-outside-the-repository",
         ),
         pytest.param(
+            "/opt/venv/bin/python3 -m benchmarks run offload --plan headline --out /root/out/a.json",
+            "python -m benchmarks run offload --plan headline"
+            " --out benchmarks/results/offload.json",
+            id="the-dispatcher",
+        ),
+        pytest.param(
             "python3.12 benchmarks/build_speed.py ",
             "python benchmarks/build_speed.py",
             id="versioned-interpreter",
@@ -310,6 +305,7 @@ def test_host_heap_table_names_its_overlay() -> None:
     ],
 )
 def test_portable_command(recorded: str, portable: str) -> None:
+    """A recorded command as a reader runs it from the repository's root."""
     assert tables.portable_command(recorded, "benchmarks/results/offload.json") == portable
 
 
@@ -319,7 +315,15 @@ def test_current_overlay_runs_replace_stale_rows(results: Path) -> None:
     their median and range."""
     current = tables.current_overlay_sha256()
     for rerun in results.glob("offload_3gib*.json"):
-        rerun.unlink()  # so that 3 GiB llm is a model with only an older run
+        rerun.unlink()
+    older = {  # a run that records no overlay: 3 GiB llm is a model with only an older run
+        "benchmark": "offload",
+        "cases": [
+            _offload_case(size_gib=3, mix="llm", strategy=name)
+            for name in ("upstream", "step-1GiB-plain", "fork")
+        ],
+    }
+    _write(results / "offload_older.json", older)
     fork_runs = [
         _offload_case(size_gib=24, mix="llm", overshoot_bytes=size, overshoot_W=size / 24 / 1024**3)
         for size in (1100 * 1024**2, 1000 * 1024**2, 1200 * 1024**2)
@@ -348,3 +352,40 @@ def test_current_overlay_runs_replace_stale_rows(results: Path) -> None:
     assert "(3 runs: " in row[3], row
     assert by_model["3 GiB llm"][0][-1] == tables.UNKNOWN_OVERLAY
     assert any("offload_headline.json" in note for note in table.notes)
+
+
+def _summary_case(**fields: Any) -> Dict[str, Any]:
+    return _offload_case(
+        probes=False,
+        fraction_of_copy_ceiling=fields.get("GBps", 10.0) / 20.0,
+        fraction_of_host_limit=fields.get("GBps", 10.0) / 25.0,
+        **fields,
+    )
+
+
+def test_run_summary_sets_each_case_against_the_runs_ceilings() -> None:
+    """A case's speed is the median of its timed runs, with its fractions of the run's copy
+    ceiling and host limit; its overshoot above the floor comes from the probed run."""
+    limit = {
+        "bandwidth_GBps": 100.0,
+        "copy_GBps": 40.0,
+        "read_GBps": 100.0,
+        "fault_in_GBps": 20.0,
+        "chunked_copy_fresh_GBps": 15.0,
+        "chunked_copy_prefaulted_GBps": 45.0,
+        "limit_GBps": {"2": 50.0, "4": 25.0},
+    }
+    timed = {
+        "copy_ceiling": {"GBps": 20.0},
+        "host_limit": limit,
+        "cases": [_summary_case(GBps=value) for value in (9.0, 10.0, 14.0)]
+        + [_summary_case(strategy="upstream", GBps=1.0)],
+    }
+    probed = {"cases": [_offload_case(overshoot_over_floor_MiB=55.4)]}
+    table = tables.run_summary(probed, timed)
+    fork = ["16 GiB many-small", "`fork`", "10.00 GB/s (3 runs: 9.00-14.00)", "0.50", "0.40"]
+    assert table.rows[0] == fork + ["+55 MiB"]
+    assert table.rows[1][-1] == "-", "a case that was not probed has no overshoot"
+    assert "25.0 GB/s for 4" in " ".join(table.notes)
+    only_fork = tables.run_summary(probed, timed, ["fork"])
+    assert [row[1] for row in only_fork.rows] == ["`fork`"]
