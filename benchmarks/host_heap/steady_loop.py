@@ -1,0 +1,139 @@
+"""What a fixed glibc trim threshold costs a process that keeps running after its compile.
+
+The fork's trim leaves the top chunks of glibc's thread arenas resident (``README.md``,
+"Reading the results"). ``mallopt(M_TRIM_THRESHOLD, 128 KiB)`` after the first large free
+would shrink those tops as well, but for the rest of the process: every free that reaches an
+arena's top then hands its pages back, and the next allocation faults them in again. This
+script measures that on the simplest steady workload, one thread that allocates, touches and
+frees a block of the same size again and again (as a loop of CPU inference does with its
+activations), with glibc's dynamic thresholds and with the fixed trim threshold, each case in a
+fresh process. Run from the repository root::
+
+    python benchmarks/host_heap/steady_loop.py
+
+It writes ``benchmarks/results/host_heap_steady_loop.json`` and prints the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import harness  # noqa: E402  (benchmarks/harness.py: provenance, atomic save, fresh processes)
+import run  # noqa: E402  (this folder's run.py: the libc calls and glibc's constants)
+
+DEFAULT_OUTPUT = harness.RESULTS / "host_heap_steady_loop.json"
+FIXED_TRIM_THRESHOLD = 128 * run.KiB
+
+
+def run_worker(block_mib: int, iterations: int, fixed: bool) -> Dict[str, Any]:
+    """One case in this (fresh) process: the loop's time per iteration, in a new thread."""
+    libc = run._Libc()
+    # Raise the dynamic mmap threshold as a builder's first large free does, then fix the
+    # trim threshold where the case asks for it.
+    pointer = libc.malloc(run.THRESHOLD_RAISING_BYTES)
+    libc.memset(pointer, 0, run.THRESHOLD_RAISING_BYTES)
+    libc.free(pointer)
+    if fixed and (
+        libc.mallopt is None or libc.mallopt(run.M_TRIM_THRESHOLD, FIXED_TRIM_THRESHOLD) != 1
+    ):
+        raise run.HostHeapBenchmarkError("mallopt(M_TRIM_THRESHOLD) is not available here")
+    size = block_mib * run.MiB
+    seconds: List[float] = []
+
+    def loop() -> None:
+        # A small block that stays, as in run.py, so the arena has a life of its own.
+        libc.memset(libc.malloc(4096), 0, 4096)
+        for _ in range(iterations):
+            began = time.perf_counter()
+            block = libc.malloc(size)
+            libc.memset(block, 1, size)
+            libc.free(block)
+            seconds.append(time.perf_counter() - began)
+
+    worker = threading.Thread(target=loop)
+    worker.start()
+    worker.join()
+    return {
+        "block_mib": block_mib,
+        "trim_threshold": FIXED_TRIM_THRESHOLD if fixed else None,
+        "iterations": iterations,
+        "median_s": statistics.median(seconds),
+        "allocator": libc.allocator(),
+    }
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--blocks-mib", type=int, nargs="+", default=[4, 16])
+    parser.add_argument("--iterations", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    parser.add_argument("--worker", choices=["dynamic", "fixed"], help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        figures = run_worker(args.blocks_mib[0], args.iterations, args.worker == "fixed")
+        harness.print_case_result(figures)
+        return 0
+
+    record = harness.provenance()
+    runs: List[Dict[str, Any]] = []
+    for block_mib in args.blocks_mib:
+        for repeat in range(args.repeats):
+            for case in ("dynamic", "fixed"):
+                command = [str(Path(__file__).resolve()), "--worker", case]
+                command += ["--blocks-mib", str(block_mib), "--iterations", str(args.iterations)]
+                figures = harness.run_in_fresh_process(
+                    command, run.case_environment(run.CASES_BY_NAME["upstream"], None)
+                )
+                figures.update({"case": case, "repeat": repeat})
+                runs.append(figures)
+    summary = []
+    for block_mib in args.blocks_mib:
+        medians = {
+            case: statistics.median(
+                r["median_s"] for r in runs if r["case"] == case and r["block_mib"] == block_mib
+            )
+            for case in ("dynamic", "fixed")
+        }
+        summary.append(
+            {
+                "block_mib": block_mib,
+                "dynamic_s": medians["dynamic"],
+                "fixed_s": medians["fixed"],
+                "ratio": medians["fixed"] / medians["dynamic"],
+            }
+        )
+    document = {
+        "schema": 1,
+        "settings": {
+            "blocks_mib": args.blocks_mib,
+            "iterations": args.iterations,
+            "repeats": args.repeats,
+            "fixed_trim_threshold": FIXED_TRIM_THRESHOLD,
+            "threshold_raising_bytes": run.THRESHOLD_RAISING_BYTES,
+        },
+        "runs": runs,
+        "summary": summary,
+    }
+    harness.save_result(args.output, "host_heap_steady_loop", document, record)
+    for entry in summary:
+        print(
+            f"{entry['block_mib']:>4} MiB block: allocate + touch + free "
+            f"{entry['dynamic_s'] * 1e3:.3f} ms with glibc's dynamic thresholds, "
+            f"{entry['fixed_s'] * 1e3:.3f} ms with a fixed trim threshold "
+            f"({entry['ratio']:.1f}x)"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
