@@ -15,7 +15,7 @@ import inspect
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
-# name: (module, what it measures, where it needs to run)
+# name: (the module whose main() runs it, what it measures and where it runs)
 BENCHMARKS: Dict[str, Tuple[str, str]] = {
     "offload": (
         "benchmarks.offload.run",
@@ -47,25 +47,26 @@ def run(name: str, arguments: List[str]) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    # A benchmark's own options go to it untouched, so they are split off before parsing.
+    if arguments[:1] == ["run"] and len(arguments) > 1 and arguments[1] in BENCHMARKS:
+        return run(arguments[1], arguments[2:])
+    if arguments[:1] == ["tables"]:
+        from benchmarks import readme_tables
+
+        return readme_tables.main(arguments[1:])
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks", description=__doc__.splitlines()[0]
     )
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="name every benchmark")
-    runner = commands.add_parser("run", help="run one benchmark", add_help=False)
+    runner = commands.add_parser("run", help="run one benchmark with its options")
     runner.add_argument("name", choices=list(BENCHMARKS))
-    tables = commands.add_parser("tables", help="regenerate the README's tables", add_help=False)
-    del tables
-    args, rest = parser.parse_known_args(argv)
-    if args.command == "list":
-        for name, (_, what) in BENCHMARKS.items():
-            print(f"{name:>16}  {what}")
-        return 0
-    if args.command == "tables":
-        from benchmarks import readme_tables
-
-        return readme_tables.main(rest)
-    return run(args.name, rest)
+    commands.add_parser("tables", help="regenerate the README's tables (--check: only compare)")
+    parser.parse_args(arguments)  # list; or help, or an error naming what is wrong
+    for name, (_, what) in BENCHMARKS.items():
+        print(f"{name:>16}  {what}")
+    return 0
 
 
 if __name__ == "__main__":
