@@ -25,6 +25,10 @@ BENCHMARKS: Dict[str, Tuple[str, str]] = {
         "benchmarks.host_heap.run",
         "host memory kept after builder-like bursts, per allocator setting (CPU)",
     ),
+    "host-heap-steady-loop": (
+        "benchmarks.host_heap.steady_loop",
+        "what a fixed glibc trim threshold costs a process that keeps allocating (CPU)",
+    ),
     "build-speed": ("benchmarks.build_speed", "time of building patched wheels (CPU)"),
     "fast-path-setup": (
         "benchmarks.research.fast_path_setup",

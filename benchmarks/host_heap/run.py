@@ -37,10 +37,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 logger = logging.getLogger("host_heap")
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import harness  # noqa: E402  (benchmarks/harness.py: provenance, atomic save, fresh processes)
-import strategies  # noqa: E402  (benchmarks/strategies.py: the host-heap cases)
+from benchmarks import harness, strategies
 
 DEFAULT_OUTPUT = harness.RESULTS / "host_heap.json"
 
@@ -260,9 +257,7 @@ def _block_sizes(seed: int, share: int, min_bytes: int, max_bytes: int) -> List[
 
 def _load_fork_trim() -> Callable[[], None]:
     """The fork's ``trim_host_heap``, from the overlay file (it needs torch, not TensorRT)."""
-    from patched_wheel.overlay import load_overlay
-
-    trim: Callable[[], None] = load_overlay().trim_host_heap
+    trim: Callable[[], None] = harness.load_overlay().trim_host_heap
     return trim
 
 
@@ -533,7 +528,8 @@ def run_case(
 ) -> Dict[str, Any]:
     """Run one case once in a fresh process and return its figures."""
     command = [
-        str(Path(__file__).resolve()),
+        "-m",
+        "benchmarks.host_heap.run",
         "--worker",
         case.name,
         "--sizes-gib",

@@ -24,11 +24,8 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import harness  # noqa: E402  (benchmarks/harness.py: provenance, atomic save, fresh processes)
-import run  # noqa: E402  (this folder's run.py: the libc calls and glibc's constants)
+from benchmarks import harness
+from benchmarks.host_heap import run
 
 DEFAULT_OUTPUT = harness.RESULTS / "host_heap_steady_loop.json"
 FIXED_TRIM_THRESHOLD = 128 * run.KiB
@@ -89,7 +86,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for block_mib in args.blocks_mib:
         for repeat in range(args.repeats):
             for case in ("dynamic", "fixed"):
-                command = [str(Path(__file__).resolve()), "--worker", case]
+                command = ["-m", "benchmarks.host_heap.steady_loop", "--worker", case]
                 command += ["--blocks-mib", str(block_mib), "--iterations", str(args.iterations)]
                 figures = harness.run_in_fresh_process(
                     command, run.case_environment(run.CASES_BY_NAME["upstream"], None)
