@@ -37,7 +37,7 @@ RESULTS = REPOSITORY / "benchmarks" / "results"
 if str(REPOSITORY / "tools") not in sys.path:
     sys.path.insert(0, str(REPOSITORY / "tools"))
 
-from patched_wheel.files import write_text_atomically  # noqa: E402
+from patched_wheel.config import write_text_atomically  # noqa: E402
 from patched_wheel.provenance import overlay_sha256, source_revision  # noqa: E402
 
 logger = logging.getLogger(__name__)

@@ -192,7 +192,7 @@ def _block_sizes(seed: int, share: int, min_bytes: int, max_bytes: int) -> List[
 
 def _load_fork_trim() -> Callable[[], None]:
     """The fork's ``trim_host_heap``, from the overlay file (it needs torch, not TensorRT)."""
-    from patched_wheel.overlay import load_overlay
+    from patched_wheel.splice import load_overlay
 
     trim: Callable[[], None] = load_overlay().trim_host_heap
     return trim

@@ -58,7 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import harness  # noqa: E402  (benchmarks/harness.py: provenance, atomic save, fresh processes)
 import strategies  # noqa: E402  (benchmarks/strategies.py: the registry of strategies)
-from patched_wheel.overlay import load_overlay  # noqa: E402
+from patched_wheel.splice import load_overlay  # noqa: E402
 
 DEFAULT_OUT = harness.RESULTS / "offload.json"
 

@@ -20,7 +20,7 @@ from installed_helpers import (
     probe,
     releases_to_test,
 )
-from patched_wheel.request import BaseRequest
+from patched_wheel.config import BaseRequest
 
 
 @dataclass(frozen=True)

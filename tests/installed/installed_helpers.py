@@ -18,12 +18,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
-from patched_wheel.build import build_patched_wheel
-from patched_wheel.lock import load_lock
-from patched_wheel.paths import DEFAULT_CACHE_DIR, DEFAULT_OVERLAY
-from patched_wheel.request import BaseRequest
-from patched_wheel.resolve import fetch_base, official_name
-from patched_wheel.wheelfile import record_hash
+from patched_wheel.config import DEFAULT_CACHE_DIR, DEFAULT_OVERLAY, BaseChoice, BaseRequest
+from patched_wheel.lock import load_lock, open_base
+from patched_wheel.patch import build_patched_wheel
+from patched_wheel.wheel import record_hash
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -65,9 +63,9 @@ class PatchedWheels:
         """The patched wheel of ``request``'s official wheel; ``None`` if PyPI has none (the
         lock, refreshed from PyPI, knows no such file)."""
         lock = load_lock()
-        if official_name(request, lock) is None:
+        if lock.official_name(request) is None:
             return None
-        base = fetch_base(request, lock=lock, cache_dir=DEFAULT_CACHE_DIR)
+        base = open_base(BaseChoice(request), lock=lock, cache_dir=DEFAULT_CACHE_DIR)
         with self._lock:
             future = self._building.get(base.filename)
             owner = future is None
@@ -190,9 +188,9 @@ def plain_index(folder: Path) -> Path:
     Made directly, not by ``index`` (which lists only this fork's verified patched wheels), for
     tests that need an index of any wheels, official ones included, to see what pip picks.
     """
-    from patched_wheel.index import index_pages, read_indexed_wheel
+    from patched_wheel.index import index_pages, indexed_wheel
 
-    wheels = [read_indexed_wheel(path) for path in sorted(folder.glob("*.whl"))]
+    wheels = [indexed_wheel(path.read_bytes(), path.name) for path in sorted(folder.glob("*.whl"))]
     for relative, page in index_pages(wheels).items():
         (folder / "simple" / relative).parent.mkdir(parents=True, exist_ok=True)
         (folder / "simple" / relative).write_text(page)

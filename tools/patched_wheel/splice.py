@@ -16,7 +16,9 @@ The rules, as the overlay's module docstring states them:
 Every other byte of the base stays as it was, so an overlay with nothing to splice gives the
 base back unchanged, and splicing the result again changes nothing.
 
-The cost is linear in the size of the base's module, and bounded: a source larger than
+Before the splice, every call of a replaced function in the base package is bound to the
+overlay's signature (:func:`check_call_sites`), read from the overlay's AST: the overlay is
+never imported by the build (it needs torch). The cost is linear in the size of the base's module, and bounded: a source larger than
 :data:`MAX_SOURCE_BYTES` or nested deeper than :data:`MAX_NESTING` is refused before it is
 parsed or compiled (CPython's compiler recurses once per level and ends in ``RecursionError``
 on a long enough expression).
@@ -25,25 +27,21 @@ on a long enough expression).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
+import importlib.util
+import inspect
+import io
 import re
+import sys
 import threading
+import tokenize
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
+from pathlib import Path
+from types import ModuleType
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
-from patched_wheel import PatchError
-
-__all__ = [
-    "MAX_NESTING",
-    "MAX_SOURCE_BYTES",
-    "OverlayParts",
-    "check_splice",
-    "parse_overlay",
-    "parse_source",
-    "splice_functions",
-    "splice_overlay",
-    "top_level_definitions",
-]
+from . import PatchError
 
 # Ceilings on a Python source the build parses. The official modules are at most 133 KB
 # (aten_ops_converters.py in 2.14; utils.py is 39 KB) and nest at most 24 levels. Benefit: a
@@ -431,3 +429,133 @@ def check_splice(spliced: bytes, overlay: OverlayParts, *, filename: str) -> Non
                 f"{filename}: after the splice, {definition.name} differs from the overlay's; "
                 "the splice went wrong for this base release, please report it"
             )
+
+
+def overlay_from_bytes(data: bytes, what: str) -> OverlayParts:
+    """The overlay whose file holds ``data``, parsed, with the sha256 of those bytes; line
+    ends read as a text file reads them, so a Windows checkout splices the same text."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise PatchError(f"cannot read the overlay {what} ({error}); it must be UTF-8") from None
+    parts = parse_overlay(text.replace("\r\n", "\n").replace("\r", "\n"))
+    return dataclasses.replace(parts, sha256=hashlib.sha256(data).hexdigest())
+
+
+def decode_source(data: bytes, what: str) -> Tuple[str, str]:
+    """(text, encoding) of a module's bytes, decoded as Python would (BOM, coding cookie)."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding), encoding
+    except (SyntaxError, LookupError, UnicodeDecodeError) as error:
+        raise PatchError(
+            f"{what} cannot be decoded as Python source ({error}); use the official file"
+        ) from None
+
+
+def encode_source(text: str, encoding: str, what: str) -> bytes:
+    """``text`` in the module's own encoding (as :func:`decode_source` found it)."""
+    try:
+        return text.encode(encoding)
+    except UnicodeEncodeError as error:
+        raise PatchError(
+            f"{what}: the overlay's text cannot be written in the module's encoding "
+            f"{encoding} ({error.reason} at {error.start}); keep the overlay ASCII"
+        ) from None
+
+
+def signature_from_ast(function: FunctionNode) -> inspect.Signature:
+    """The signature of a function definition, read from its AST (defaults as ``...``)."""
+    arguments, kind = function.args, inspect.Parameter
+    positional = arguments.posonlyargs + arguments.args
+    first_default = len(positional) - len(arguments.defaults)
+    parameters = [
+        kind(a.arg, kind.POSITIONAL_ONLY if i < len(arguments.posonlyargs) else
+             kind.POSITIONAL_OR_KEYWORD, default=... if i >= first_default else kind.empty)
+        for i, a in enumerate(positional)
+    ]  # fmt: skip
+    if arguments.vararg is not None:
+        parameters.append(kind(arguments.vararg.arg, kind.VAR_POSITIONAL))
+    for argument, default in zip(arguments.kwonlyargs, arguments.kw_defaults):
+        parameters.append(
+            kind(argument.arg, kind.KEYWORD_ONLY, default=kind.empty if default is None else ...)
+        )
+    if arguments.kwarg is not None:
+        parameters.append(kind(arguments.kwarg.arg, kind.VAR_KEYWORD))
+    return inspect.Signature(parameters)
+
+
+def _called_name(call: ast.Call) -> Optional[str]:
+    if isinstance(call.func, ast.Name):
+        return call.func.id
+    return call.func.attr if isinstance(call.func, ast.Attribute) else None
+
+
+def check_call_sites(
+    sources: Mapping[str, bytes], functions: Iterable[FunctionNode], *, wheel: str
+) -> int:
+    """Bind every call of the given overlay functions in ``sources`` (path -> bytes) to their
+    signatures, as ``inspect.Signature.bind`` binds a real call: by name, directly or as an
+    attribute; a call spreading ``*args``/``**kwargs`` is bound partially. Only sources that
+    hold a name as bytes are parsed (a call writes its name out). Returns the calls found.
+
+    Raises:
+        PatchError: Naming every call that does not fit, with its file and line.
+    """
+    signatures = {function.name: signature_from_ast(function) for function in functions}
+    needles = [name.encode("ascii") for name in signatures]
+    found, misfits = 0, []
+    for path in sorted(sources):
+        if not any(needle in sources[path] for needle in needles):
+            continue
+        text = decode_source(sources[path], path)[0]
+        for node in ast.walk(parse_source(text, f"upstream's {path}")):
+            name = _called_name(node) if isinstance(node, ast.Call) else None
+            if name not in signatures or not isinstance(node, ast.Call):
+                continue
+            found += 1
+            spreads = any(isinstance(a, ast.Starred) for a in node.args) or any(
+                k.arg is None for k in node.keywords
+            )
+            positional = [object()] * len([a for a in node.args if not isinstance(a, ast.Starred)])
+            keywords = {k.arg: object() for k in node.keywords if k.arg is not None}
+            try:
+                bind = signatures[name].bind_partial if spreads else signatures[name].bind
+                bind(*positional, **keywords)
+            except TypeError as error:
+                misfits.append(
+                    f"  {path}:{node.lineno}: {name}(...) does not fit {name}{signatures[name]}: {error}"
+                )
+    if misfits:
+        raise PatchError(
+            f"{wheel}: {len(misfits)} call(s) in upstream's package do not fit the overlay:\n"
+            + "\n".join(misfits)
+            + "\nChange the overlay's signature to accept these calls, or build from a "
+            "supported base release"
+        )
+    return found
+
+
+# The name the overlay is imported under by tests and benchmarks (not torch_tensorrt's).
+OVERLAY_MODULE_NAME = "torchtrt_fork_overlay_utils"
+
+
+def load_overlay(path: Optional[Path] = None) -> ModuleType:
+    """Import the overlay on its own (it needs torch, not TensorRT), once per process."""
+    loaded = sys.modules.get(OVERLAY_MODULE_NAME)
+    if loaded is not None:
+        return loaded
+    path = path or Path(__file__).resolve().parents[2].joinpath(
+        *"py/torch_tensorrt/dynamo/utils.py".split("/")
+    )
+    spec = importlib.util.spec_from_file_location(OVERLAY_MODULE_NAME, path)
+    if spec is None or spec.loader is None:
+        raise PatchError(f"cannot import the overlay {str(path)!r}; check that the file exists")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[OVERLAY_MODULE_NAME] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[OVERLAY_MODULE_NAME]
+        raise
+    return module
