@@ -15,18 +15,29 @@ import hashlib
 import itertools
 import json
 import logging
+import multiprocessing
+import os
+import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import PatchError
-from .config import BaseRequest, python_key, read_file, write_atomically, write_text_atomically
+from .config import (
+    DEFAULT_OVERLAY,
+    BaseRequest,
+    python_key,
+    read_file,
+    write_atomically,
+    write_text_atomically,
+)
 from .fetch import cached_base, usable_cache
 from .lock import Lock
-from .patch import build_origin, patch_wheel, read_overlay
+from .patch import Origin, build_origin, patch_wheel, read_overlay
 from .releases import split_label
+from .splice import overlay_from_bytes
 from .wheel import BaseWheel, parse_wheel_name
 
 logger = logging.getLogger(__name__)
@@ -93,22 +104,25 @@ def build_matrix(
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         fetched = list(pool.map(fetch, found.items()))
 
-    # 2. One overlay and one origin for every wheel; each base read once, checked, patched.
-    overlay, overlay_data = read_overlay(overlay_path) if overlay_path else read_overlay()
+    # 2. One overlay and one origin for every wheel; each base read once, checked and patched
+    # in a process per core (the splice is Python, bound by one core each).
+    overlay_data = read_overlay(overlay_path or DEFAULT_OVERLAY)[1]
     origin = build_origin(overlay_data)
+    work = [
+        (path, name, lock.wheels[name], overlay_data, origin, out_dir)
+        for (name, _), (path, _) in zip(found.items(), fetched)
+    ]
+    if sys.platform == "linux":  # forked workers share the loaded tool, however it was loaded
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=context) as pool:
+            built = list(pool.map(_patch_one, work))
+    else:
+        built = [_patch_one(item) for item in work]
     entries = []
-    for number, ((name, request), (path, error)) in enumerate(zip(found.items(), fetched), 1):
-        start, patched = time.perf_counter(), None
-        if path is not None:
-            try:
-                data = read_file(path, what="the cached base wheel")
-                lock.check(name, hashlib.sha256(data).hexdigest(), unlocked=False)
-                wheel = patch_wheel(BaseWheel(data, name), overlay, origin=origin)
-                write_atomically(out_dir / wheel.filename, wheel.data)
-                patched = wheel.filename
-            except PatchError as failure:
-                error = str(failure)
-        seconds = time.perf_counter() - start
+    for number, ((name, request), (_, error), (patched, failure, seconds)) in enumerate(
+        zip(found.items(), fetched, built), 1
+    ):
+        error = error or failure
         entry = MatrixEntry(
             request.release,
             str(request.platform),
@@ -124,6 +138,25 @@ def build_matrix(
         else:
             logger.info("[%3d/%d] FAILED %s: %s", number, len(found), name, error)
     return entries
+
+
+def _patch_one(
+    item: Tuple[Optional[Path], str, str, bytes, Origin, Path],
+) -> Tuple[Optional[str], Optional[str], float]:
+    """(patched wheel's name, why it failed, seconds) of one cached base (in a worker)."""
+    path, name, sha256, overlay_data, origin, out_dir = item
+    start = time.perf_counter()
+    if path is None:
+        return None, None, 0.0
+    try:
+        data = read_file(path, what="the cached base wheel")
+        Lock({name: sha256}).check(name, hashlib.sha256(data).hexdigest(), unlocked=False)
+        overlay = overlay_from_bytes(overlay_data, "the overlay")
+        wheel = patch_wheel(BaseWheel(data, name), overlay, origin=origin)
+        write_atomically(out_dir / wheel.filename, wheel.data)
+        return wheel.filename, None, time.perf_counter() - start
+    except PatchError as error:
+        return None, str(error), time.perf_counter() - start
 
 
 def _release_key(release: str) -> Tuple[int, ...]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import hashlib
 import importlib.util
 import inspect
@@ -39,7 +40,7 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from . import PatchError
 
@@ -53,6 +54,7 @@ MAX_NESTING = 100
 # Where the tokenizer ends a line (not at a form feed, unlike ``str.splitlines``).
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
+CallShape = Tuple[int, str, int, Tuple[str, ...], bool]
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 DefinitionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef]
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -81,7 +83,7 @@ class OverlayParts:
 _AST_LOCK = threading.Lock()
 
 
-def parse_source(source: Union[str, bytes], what: str, filename: str = "<unknown>") -> ast.Module:
+def parse_source(source: Union[str, bytes], what: str, *, compiled: bool = True) -> ast.Module:
     """``ast.parse`` with every failure, a null byte or a bomb of nesting too, as a refusal;
     a source beyond :data:`MAX_SOURCE_BYTES` or :data:`MAX_NESTING` is refused too."""
     size = len(
@@ -96,7 +98,7 @@ def parse_source(source: Union[str, bytes], what: str, filename: str = "<unknown
         )
     try:
         with _AST_LOCK:
-            module = ast.parse(source, filename)
+            module = ast.parse(source, "<unknown>")
     except SyntaxError as error:
         raise PatchError(
             f"{what} is not valid Python ({error.msg}, line {error.lineno}); "
@@ -107,7 +109,8 @@ def parse_source(source: Union[str, bytes], what: str, filename: str = "<unknown
             f"{what} cannot be parsed as Python ({type(error).__name__}: {error}); "
             "use the official file, or fix the overlay"
         ) from None
-    _check_nesting(module, what)
+    if compiled:  # a module only walked (ast.walk keeps no stack) needs no nesting bound
+        _check_nesting(module, what)
     return module
 
 
@@ -485,10 +488,25 @@ def signature_from_ast(function: FunctionNode) -> inspect.Signature:
     return inspect.Signature(parameters)
 
 
-def _called_name(call: ast.Call) -> Optional[str]:
-    if isinstance(call.func, ast.Name):
-        return call.func.id
-    return call.func.attr if isinstance(call.func, ast.Attribute) else None
+@functools.lru_cache(maxsize=256)
+def _calls(source: bytes, path: str, names: FrozenSet[str]) -> Tuple[CallShape, ...]:
+    """(line, name, positional arguments, keywords, spreads) of every call of ``names`` in
+    one source; kept per source (the matrix's 75 wheels hold 6 releases' sources)."""
+    text = decode_source(source, path)[0]
+    calls = []
+    for node in ast.walk(parse_source(text, f"upstream's {path}", compiled=False)):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+        if name in names:
+            keywords = tuple(k.arg for k in node.keywords if k.arg is not None)
+            spreads = any(isinstance(a, ast.Starred) for a in node.args) or any(
+                k.arg is None for k in node.keywords
+            )
+            positional = len([a for a in node.args if not isinstance(a, ast.Starred)])
+            calls.append((node.lineno, str(name), positional, keywords, spreads))
+    return tuple(calls)
 
 
 def check_call_sites(
@@ -503,28 +521,19 @@ def check_call_sites(
         PatchError: Naming every call that does not fit, with its file and line.
     """
     signatures = {function.name: signature_from_ast(function) for function in functions}
-    needles = [name.encode("ascii") for name in signatures]
+    names = frozenset(signatures)
     found, misfits = 0, []
     for path in sorted(sources):
-        if not any(needle in sources[path] for needle in needles):
+        if not any(name.encode("ascii") in sources[path] for name in names):
             continue
-        text = decode_source(sources[path], path)[0]
-        for node in ast.walk(parse_source(text, f"upstream's {path}")):
-            name = _called_name(node) if isinstance(node, ast.Call) else None
-            if name not in signatures or not isinstance(node, ast.Call):
-                continue
+        for line, name, positional, keywords, spreads in _calls(sources[path], path, names):
             found += 1
-            spreads = any(isinstance(a, ast.Starred) for a in node.args) or any(
-                k.arg is None for k in node.keywords
-            )
-            positional = [object()] * len([a for a in node.args if not isinstance(a, ast.Starred)])
-            keywords = {k.arg: object() for k in node.keywords if k.arg is not None}
             try:
                 bind = signatures[name].bind_partial if spreads else signatures[name].bind
-                bind(*positional, **keywords)
+                bind(*[object()] * positional, **{k: object() for k in keywords})
             except TypeError as error:
                 misfits.append(
-                    f"  {path}:{node.lineno}: {name}(...) does not fit {name}{signatures[name]}: {error}"
+                    f"  {path}:{line}: {name}(...) does not fit {name}{signatures[name]}: {error}"
                 )
     if misfits:
         raise PatchError(
