@@ -30,7 +30,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Callable, FrozenSet, Iterator, List, Mapping, Optional, Sequence
+from typing import Callable, FrozenSet, Iterator, List, Mapping, Optional, Tuple
 
 from packaging import tags
 from packaging.version import InvalidVersion, Version
@@ -387,5 +387,5 @@ def git_bytes(repository: Path, *args: str) -> Optional[bytes]:
     return out if isinstance(out, bytes) else None
 
 
-def python_key(python: str) -> Sequence[int]:
+def python_key(python: str) -> Tuple[int, ...]:
     return tuple(int(part) for part in python.split("."))

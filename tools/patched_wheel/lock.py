@@ -248,4 +248,4 @@ def refresh_lock(requests: Sequence[BaseRequest], *, path: Path = LOCK_FILE, job
     kept = {n: d for n, d in old.wheels.items() if parse_wheel_filename(n)[1] not in releases}
     document = {"about": _ABOUT, "wheels": dict(sorted({**kept, **wheels}.items()))}
     write_text_atomically(path, json.dumps(document, indent=2) + "\n")
-    return Lock(document["wheels"])
+    return Lock({**kept, **wheels})

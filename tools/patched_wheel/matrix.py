@@ -114,8 +114,8 @@ def build_matrix(
     ]
     if sys.platform == "linux":  # forked workers share the loaded tool, however it was loaded
         context = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=context) as pool:
-            built = list(pool.map(_patch_one, work))
+        with ProcessPoolExecutor(os.cpu_count() or 1, mp_context=context) as workers:
+            built = list(workers.map(_patch_one, work))
     else:
         built = [_patch_one(item) for item in work]
     entries = []

@@ -84,13 +84,13 @@ def _copies_tensor_input(module: ast.Module) -> bool:
     ``torch.Tensor`` input (an ``isinstance`` test naming ``Tensor``) that calls
     ``torch.tensor(...)`` on it, a full copy (2.10, 2.11; 2.12 passes the tensor as it is)."""
     function = top_level_definitions(module).get("prepare_inputs")
-    for node in ast.walk(function) if function is not None else ():
+    for node in ast.walk(function) if function is not None else []:
         test = node.test if isinstance(node, ast.If) else None
         if not (isinstance(test, ast.Call) and getattr(test.func, "id", None) == "isinstance"):
             continue
         if not any(isinstance(n, ast.Attribute) and n.attr == "Tensor" for n in ast.walk(test)):
             continue
-        for call in (n for statement in node.body for n in ast.walk(statement)):
+        for call in (n for statement in getattr(node, "body", []) for n in ast.walk(statement)):
             if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
                 if call.func.attr == "tensor" and getattr(call.func.value, "id", None) == "torch":
                     return True

@@ -167,7 +167,10 @@ def _rebuild_from_history(repository: Path, record: ProvenanceRecord, base: Path
         if archive is None:
             raise PatchError(f"git archive of revision {record.revision} failed; check the clone")
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(tree, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+            if hasattr(tarfile, "data_filter"):  # a main branch commit of this repository
+                tar.extractall(tree, filter="data")
+            else:
+                tar.extractall(tree)
         files = {
             p.relative_to(tree).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted((tree / TOOL_PATH).rglob("*"))

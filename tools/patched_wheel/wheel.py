@@ -67,15 +67,15 @@ def zip_date_time(epoch: Optional[str]) -> Optional[DateTime]:
     if not epoch:
         return None
     try:
-        date_time: DateTime = time.gmtime(max(int(epoch), ZIP_EPOCH_FLOOR))[0:6]  # type: ignore
+        date_time = tuple(time.gmtime(max(int(epoch), ZIP_EPOCH_FLOOR))[0:6])
     except (ValueError, OverflowError, OSError):
-        date_time = (9999, 0, 0, 0, 0, 0)
+        date_time = (9999,)
     if date_time[0] > 2107:
         raise PatchError(
             f"SOURCE_DATE_EPOCH={epoch!r} is not a time a zip file can hold; set it to a "
             "whole number of seconds between 315532800 (1980) and 4354819199 (2107), or unset it"
         )
-    return date_time
+    return date_time  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
