@@ -45,34 +45,7 @@ if __package__ in (None, ""):  # run as ``python tools/patched_wheel``: load the
     sys.exit(_main())
 
 from . import PatchError  # noqa: E402
-from .config import (  # noqa: E402
-    DEFAULT_CACHE_DIR,
-    DEFAULT_OVERLAY,
-    DEFAULT_RELEASE,
-    DISTRIBUTIONS,
-    DOCS_MATRIX,
-    INSTALLED,
-    LOCK_FILE,
-    OVERLAY_RELEASES_FILE,
-    PLATFORMS,
-    PYTHONS,
-    README,
-    SUPPORTED_RELEASES,
-    BaseChoice,
-    Interrupted,
-    canonical_distribution,
-    canonical_platform,
-    canonical_python,
-    canonical_release,
-    choice_from_environment,
-    escaped,
-    logging_configured,
-    read_file,
-    release_or_installed,
-    request_choice,
-    unlocked_from_environment,
-    write_text_atomically,
-)
+from . import config
 from .index import write_simple_index  # noqa: E402
 from .lock import load_lock, open_base, refresh_lock  # noqa: E402
 from .matrix import build_matrix, matrix_document, requests_for, summary, update_docs  # noqa: E402
@@ -96,12 +69,12 @@ def _argument_type(check: Callable[[str], str], name: str) -> Callable[[str], st
 
 
 def _build(args: argparse.Namespace) -> int:
-    unlocked = args.unlocked or unlocked_from_environment(os.environ)
+    unlocked = args.unlocked or config.unlocked_from_environment(os.environ)
     if args.base_wheel is not None:
-        choice = BaseChoice(wheel=args.base_wheel, unlocked=unlocked)
+        choice = config.BaseChoice(wheel=args.base_wheel, unlocked=unlocked)
     elif args.release or args.platform or args.python or args.distribution:
         names = "--release installed with --platform or --python"
-        choice = request_choice(
+        choice = config.request_choice(
             args.release,
             args.platform,
             args.python,
@@ -110,8 +83,8 @@ def _build(args: argparse.Namespace) -> int:
             names=names,
         )
     else:
-        choice = choice_from_environment(os.environ)
-        choice = BaseChoice(
+        choice = config.choice_from_environment(os.environ)
+        choice = config.BaseChoice(
             choice.request, choice.wheel, choice.wheel_source, choice.unlocked or unlocked
         )
     base = open_base(choice, lock=load_lock(args.lock), cache_dir=args.cache)
@@ -140,17 +113,19 @@ def _matrix(args: argparse.Namespace) -> int:
             "the lock has none of the requested wheels; check --release, --platform and --python"
         )
     document = json.dumps(matrix_document(entries), indent=2) + "\n"
-    write_text_atomically(args.out / "supported_matrix.json", document)
+    config.write_text_atomically(args.out / "supported_matrix.json", document)
     print(summary(entries))
     print(f"wheels and supported_matrix.json in {args.out}")
     if any(entry.patched_wheel for entry in entries):
         try:
             print(f"simple index in {write_simple_index(args.out, check=_listing_check(args))}")
         except PatchError as error:
-            print(f"no simple index: {escaped(str(error))}", file=sys.stderr)
+            print(f"no simple index: {config.escaped(str(error))}", file=sys.stderr)
     if args.update_docs:
-        update_docs(entries, docs_matrix=DOCS_MATRIX, readme=README)
-        print(f"updated {DOCS_MATRIX.relative_to(README.parent)} and the table in README.md")
+        update_docs(entries, docs_matrix=config.DOCS_MATRIX, readme=config.README)
+        print(
+            f"updated {config.DOCS_MATRIX.relative_to(config.README.parent)} and the table in README.md"
+        )
     failed = sum(entry.error is not None for entry in entries)
     if failed:
         raise PatchError(f"{failed} of {len(entries)} wheels failed; see the lines above")
@@ -171,7 +146,7 @@ def _verify(args: argparse.Namespace) -> int:
         lock=load_lock(args.lock),
         cache_dir=args.cache,
         base_wheel=args.base_wheel,
-        unlocked=args.unlocked or unlocked_from_environment(os.environ),
+        unlocked=args.unlocked or config.unlocked_from_environment(os.environ),
         overlay=args.overlay,
     )
     print(verification.report(full_diff=args.full_diff))
@@ -182,7 +157,9 @@ def _verify(args: argparse.Namespace) -> int:
 
 def _provenance(args: argparse.Namespace) -> int:
     print(
-        format_record(read_record(read_file(args.wheel, what="the patched wheel"), args.wheel.name))
+        format_record(
+            read_record(config.read_file(args.wheel, what="the patched wheel"), args.wheel.name)
+        )
     )
     return 0
 
@@ -210,24 +187,24 @@ def argument_parser() -> argparse.ArgumentParser:
         description="Build patched torch_tensorrt wheels from the official releases.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    release, platform = _argument_type(canonical_release, "release"), _argument_type(
-        canonical_platform, "platform"
+    release, platform = _argument_type(config.canonical_release, "release"), _argument_type(
+        config.canonical_platform, "platform"
     )
-    python = _argument_type(canonical_python, "python")
+    python = _argument_type(config.canonical_python, "python")
 
     build = commands.add_parser("build", help="build one patched wheel")
     build.add_argument(
-        "--release", type=_argument_type(release_or_installed, "release"),
-        help=f"base release to fetch, or '{INSTALLED}' for the release, platform and Python of the "
-        f"installed torch_tensorrt (default: TORCHTRT_BASE_VERSION, else {DEFAULT_RELEASE}, the newest supported)",
+        "--release", type=_argument_type(config.release_or_installed, "release"),
+        help=f"base release to fetch, or '{config.INSTALLED}' for the release, platform and Python of the "
+        f"installed torch_tensorrt (default: TORCHTRT_BASE_VERSION, else {config.DEFAULT_RELEASE}, the newest supported)",
     )  # fmt: skip
     build.add_argument(
         "--platform", type=platform, help="platform tag, e.g. manylinux_2_28_aarch64"
     )
     build.add_argument("--python", type=python, help="Python version, e.g. 3.12")
     build.add_argument(
-        "--distribution", type=_argument_type(canonical_distribution, "distribution"),
-        help=f"the official distribution to patch (default: TORCHTRT_BASE_DISTRIBUTION, else {DISTRIBUTIONS[0]})",
+        "--distribution", type=_argument_type(config.canonical_distribution, "distribution"),
+        help=f"the official distribution to patch (default: TORCHTRT_BASE_DISTRIBUTION, else {config.DISTRIBUTIONS[0]})",
     )  # fmt: skip
     build.add_argument("--base-wheel", type=Path, help="an official wheel file (offline)")
     build.add_argument(
@@ -254,11 +231,11 @@ def argument_parser() -> argparse.ArgumentParser:
     lock.set_defaults(run=_lock)
     for command in (matrix, lock):
         command.add_argument("--release", type=release, action="append",
-                             help=f"a base release; repeat for more (default: all supported, {', '.join(SUPPORTED_RELEASES)})")  # fmt: skip
+                             help=f"a base release; repeat for more (default: all supported, {', '.join(config.SUPPORTED_RELEASES)})")  # fmt: skip
         command.add_argument("--platform", type=platform, action="append",
-                             help=f"a platform tag; repeat for more (default: {', '.join(PLATFORMS)})")  # fmt: skip
+                             help=f"a platform tag; repeat for more (default: {', '.join(config.PLATFORMS)})")  # fmt: skip
         command.add_argument("--python", type=python, action="append",
-                             help=f"a Python version; repeat for more (default: {', '.join(PYTHONS)})")  # fmt: skip
+                             help=f"a Python version; repeat for more (default: {', '.join(config.PYTHONS)})")  # fmt: skip
         command.add_argument(
             "--jobs", type=int, default=4, help="parallel downloads (default: %(default)s)"
         )
@@ -298,24 +275,29 @@ def argument_parser() -> argparse.ArgumentParser:
     register = commands.add_parser(
         "register-overlay", help="release the overlay: give it the registry's next number"
     )
-    register.add_argument("--overlay", type=Path, default=DEFAULT_OVERLAY, help="the overlay")
     register.add_argument(
-        "--registry", type=Path, default=OVERLAY_RELEASES_FILE, help="the registry file"
+        "--overlay", type=Path, default=config.DEFAULT_OVERLAY, help="the overlay"
+    )
+    register.add_argument(
+        "--registry", type=Path, default=config.OVERLAY_RELEASES_FILE, help="the registry file"
     )
     register.set_defaults(run=_register_overlay)
 
     for command in (build, matrix, lock, verify, index):
         command.add_argument(
-            "--lock", type=Path, default=LOCK_FILE, help="the lock file (default: %(default)s)"
+            "--lock",
+            type=Path,
+            default=config.LOCK_FILE,
+            help="the lock file (default: %(default)s)",
         )
         if command is not lock:
-            command.add_argument("--cache", type=Path, default=DEFAULT_CACHE_DIR,
+            command.add_argument("--cache", type=Path, default=config.DEFAULT_CACHE_DIR,
                                  help="folder of downloaded official wheels (default: %(default)s)")  # fmt: skip
         if command in (build, matrix):
             command.add_argument(
                 "--overlay",
                 type=Path,
-                default=DEFAULT_OVERLAY,
+                default=config.DEFAULT_OVERLAY,
                 help="the overlay (default: %(default)s)",
             )
     return parser
@@ -326,23 +308,27 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argument_parser()
     args = parser.parse_args(argv)
     if args.command in ("matrix", "lock"):
-        args.release = args.release or list(SUPPORTED_RELEASES)
-        args.platform = args.platform or list(PLATFORMS)
-        args.python = args.python or list(PYTHONS)
+        args.release = args.release or list(config.SUPPORTED_RELEASES)
+        args.platform = args.platform or list(config.PLATFORMS)
+        args.python = args.python or list(config.PYTHONS)
     if (
         args.command == "build"
         and args.base_wheel
         and (args.release or args.platform or args.python)
     ):
         parser.error("--base-wheel fixes release, platform and Python; leave those options out")
-    with logging_configured():
+    with config.logging_configured():
         try:
             status: int = args.run(args)
         except PatchError as error:
-            print(f"error: {escaped(str(error))}", file=sys.stderr)
+            print(f"error: {config.escaped(str(error))}", file=sys.stderr)
             return 1
         except KeyboardInterrupt as error:  # Ctrl-C anywhere; SIGTERM while writing
-            interrupted = error if isinstance(error, Interrupted) else Interrupted(signal.SIGINT)
+            interrupted = (
+                error
+                if isinstance(error, config.Interrupted)
+                else config.Interrupted(signal.SIGINT)
+            )
             print(f"error: {interrupted.describe()}", file=sys.stderr)
             return interrupted.exit_status
     return status

@@ -35,18 +35,7 @@ import zipfile
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple, Union
 
-from . import PatchError
-from .config import (
-    DEFAULT_OVERLAY,
-    INSTALLED,
-    LOCK_FILE,
-    REPOSITORY,
-    BaseChoice,
-    Interrupted,
-    choice_from_environment,
-    escaped,
-    logging_configured,
-)
+from . import PatchError, config
 from .fetch import installed_request
 from .lock import load_lock, open_base
 from .patch import build_origin, build_patched_wheel, patch_wheel, patched_version, read_overlay
@@ -72,12 +61,12 @@ EDITABLE_REFUSED = (
 @contextlib.contextmanager
 def _one_line_errors() -> Iterator[None]:
     """A refusal as one ``error: ...`` line and exit status 1, with the build's log lines."""
-    with logging_configured():
+    with config.logging_configured():
         try:
             yield
         except PatchError as error:
-            raise SystemExit(f"error: {escaped(str(error))}") from None
-        except Interrupted as error:
+            raise SystemExit(f"error: {config.escaped(str(error))}") from None
+        except config.Interrupted as error:
             raise SystemExit(f"error: {error.describe()}") from None
 
 
@@ -96,7 +85,7 @@ def prepare_metadata_for_build_wheel(
 ) -> str:
     """Write ``<name>-<version>.dist-info/METADATA`` as the patched wheel will carry it."""
     with _one_line_errors():
-        base = open_base(choice_from_environment(os.environ), lock=load_lock())
+        base = open_base(config.choice_from_environment(os.environ), lock=load_lock())
         overlay, data = read_overlay()
         patched = patch_wheel(base, overlay, origin=build_origin(data))
         dist_info = patched.filename.split("-")[0] + "-" + patched.record.version + ".dist-info"
@@ -114,32 +103,38 @@ def build_wheel(
 ) -> str:
     """Write the patched wheel of the chosen base into ``wheel_directory``; its file name."""
     with _one_line_errors():
-        base = open_base(choice_from_environment(os.environ), lock=load_lock())
+        base = open_base(config.choice_from_environment(os.environ), lock=load_lock())
         patched = build_patched_wheel(base, out_dir=Path(wheel_directory))
         print(f"patched wheel: {patched.name}")
     return patched.name
 
 
-def sdist_version(choice: BaseChoice) -> str:
+def sdist_version(choice: config.BaseChoice) -> str:
     """The patched version of the chosen base, known without the network."""
     label = build_origin(read_overlay()[1]).label
     if choice.wheel is not None:
         return patched_version(parse_wheel_name(choice.wheel.name).written_version, label)
-    if choice.request.release == INSTALLED:
+    if choice.request.release == config.INSTALLED:
         return patched_version(installed_request(unlocked=choice.unlocked).release, label)
     return patched_version(choice.request.release, label)
 
 
 def _sdist_sources(revision_folder: Path) -> List[Tuple[str, Path]]:
     """(path in the sdist, file) of everything the build needs to run again, sorted."""
-    tool = LOCK_FILE.parent
-    files = [(name, REPOSITORY / name) for name in SDIST_FILES if (REPOSITORY / name).is_file()]
+    tool = config.LOCK_FILE.parent
+    files = [
+        (name, config.REPOSITORY / name)
+        for name in SDIST_FILES
+        if (config.REPOSITORY / name).is_file()
+    ]
     files += [
-        (path.relative_to(REPOSITORY).as_posix(), path)
+        (path.relative_to(config.REPOSITORY).as_posix(), path)
         for path in tool.rglob("*")
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
     ]
-    files.append((DEFAULT_OVERLAY.relative_to(REPOSITORY).as_posix(), DEFAULT_OVERLAY))
+    files.append(
+        (config.DEFAULT_OVERLAY.relative_to(config.REPOSITORY).as_posix(), config.DEFAULT_OVERLAY)
+    )
     files.append((REVISION_FILE, revision_folder / REVISION_FILE))
     return sorted(files)
 
@@ -181,7 +176,7 @@ def _write_sdist(path: Path, top: str, members: List[Tuple[str, bytes]], mtime: 
 def build_sdist(sdist_directory: str, config_settings: ConfigSettings = None) -> str:
     """Write ``torch_tensorrt-<patched version>.tar.gz`` into ``sdist_directory``."""
     with _one_line_errors():
-        version = sdist_version(choice_from_environment(os.environ))
+        version = sdist_version(config.choice_from_environment(os.environ))
     top = f"torch_tensorrt-{version}"
     epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
     mtime = int(epoch) if epoch.isdigit() else SDIST_DEFAULT_MTIME

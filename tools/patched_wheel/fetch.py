@@ -29,8 +29,7 @@ from typing import List, Optional, Tuple
 from packaging.tags import parse_tag
 from packaging.version import InvalidVersion, Version
 
-from . import PatchError
-from .config import INSTALLED, UNLOCKED_OPT_IN, BaseRequest, read_file, write_atomically
+from . import PatchError, config
 from .releases import split_label
 from .wheel import header_values
 
@@ -60,7 +59,9 @@ def usable_cache(cache_dir: Path) -> Path:
     return cache_dir
 
 
-def pip_download(request: BaseRequest, folder: Path, *, sha256: Optional[str] = None) -> Path:
+def pip_download(
+    request: config.BaseRequest, folder: Path, *, sha256: Optional[str] = None
+) -> Path:
     """The one wheel pip downloads for ``request`` into the empty ``folder``: the release
     exactly and this sha256 where given (``--require-hashes``), else what ``==`` picks.
 
@@ -96,7 +97,7 @@ def pip_download(request: BaseRequest, folder: Path, *, sha256: Optional[str] = 
     return wheels[0]
 
 
-def cached_base(request: BaseRequest, name: str, sha256: str, cache_dir: Path) -> Path:
+def cached_base(request: config.BaseRequest, name: str, sha256: str, cache_dir: Path) -> Path:
     """The cache's file ``name`` (the official wheel for ``request``), downloaded if missing;
     a download whose bytes are not ``sha256`` is refused (pip checks it, and so does this)."""
     path = cache_dir / name
@@ -104,19 +105,19 @@ def cached_base(request: BaseRequest, name: str, sha256: str, cache_dir: Path) -
         return path
     with tempfile.TemporaryDirectory(dir=usable_cache(cache_dir), prefix=".download-") as folder:
         downloaded = pip_download(request, Path(folder), sha256=sha256)
-        data = read_file(downloaded, what="the downloaded wheel")
+        data = config.read_file(downloaded, what="the downloaded wheel")
         if downloaded.name != name:
             raise PatchError(f"pip downloaded {downloaded.name}, not {name}; report this")
-        write_atomically(path, data)
+        config.write_atomically(path, data)
     logger.info("fetched %s", name)
     return path
 
 
-def unlocked_base(request: BaseRequest, cache_dir: Path) -> Tuple[bytes, str]:
+def unlocked_base(request: config.BaseRequest, cache_dir: Path) -> Tuple[bytes, str]:
     """(bytes, file name) of the wheel pip picks for a request the lock does not know."""
     with tempfile.TemporaryDirectory(dir=usable_cache(cache_dir), prefix=".download-") as folder:
         downloaded = pip_download(request, Path(folder))
-        return read_file(downloaded, what="the downloaded wheel"), downloaded.name
+        return config.read_file(downloaded, what="the downloaded wheel"), downloaded.name
 
 
 def _installed() -> Tuple[str, str]:
@@ -136,13 +137,13 @@ def _installed() -> Tuple[str, str]:
             answer = None
     if not answer:
         raise PatchError(
-            f"'{INSTALLED}' asks for the installed {DISTRIBUTION}, and this Python has none; "
+            f"'{config.INSTALLED}' asks for the installed {DISTRIBUTION}, and this Python has none; "
             "install it, or give the release (TORCHTRT_BASE_VERSION or --release)"
         )
     return str(answer[0]), str(answer[1])
 
 
-def installed_request(*, unlocked: bool = False) -> BaseRequest:
+def installed_request(*, unlocked: bool = False) -> config.BaseRequest:
     """The release, platform and Python of the installed ``torch_tensorrt`` (a patched
     wheel stands for its base).
 
@@ -165,7 +166,7 @@ def installed_request(*, unlocked: bool = False) -> BaseRequest:
         raise PatchError(
             f"the installed {DISTRIBUTION} {version} is a CUDA-variant release (+{parsed.local}"
             "), which the lock of official wheels does not know: the lock holds PyPI's wheels "
-            f"only. To build from it anyway, {UNLOCKED_OPT_IN} with your index in "
+            f"only. To build from it anyway, {config.UNLOCKED_OPT_IN} with your index in "
             "PIP_INDEX_URL, or set TORCHTRT_BASE_WHEEL to its wheel file"
         )
     found: List[Tuple[str, str]] = []
@@ -184,4 +185,4 @@ def installed_request(*, unlocked: bool = False) -> BaseRequest:
             f"the installed {DISTRIBUTION} has no CPython tag in its WHEEL file (not installed "
             "from a wheel?); give the release, platform and Python instead"
         )
-    return BaseRequest(release, found[0][1], f"3.{found[0][0][3:]}")
+    return config.BaseRequest(release, found[0][1], f"3.{found[0][0][3:]}")

@@ -30,8 +30,7 @@ from urllib.parse import quote
 
 from packaging.utils import canonicalize_name
 
-from . import PatchError
-from .config import DISTRIBUTIONS, MAX_WHEEL_BYTES, escaped, read_file, write_text_atomically
+from . import PatchError, config
 from .wheel import header_values, parse_wheel_name
 
 logger = logging.getLogger(__name__)
@@ -141,18 +140,18 @@ def write_simple_index(wheel_dir: Path, *, check: ListingCheck) -> Path:
     for path in paths:
         try:
             project = parse_wheel_name(path.name).name
-            if project not in map(canonicalize_name, DISTRIBUTIONS):
+            if project not in map(canonicalize_name, config.DISTRIBUTIONS):
                 raise PatchError(
-                    f"{path.name}: not a {DISTRIBUTIONS[0]} wheel; the index lists only this "
+                    f"{path.name}: not a {config.DISTRIBUTIONS[0]} wheel; the index lists only this "
                     "repository's patched wheels, move it out of the folder"
                 )
-            data = read_file(path, what="the wheel", cap=MAX_WHEEL_BYTES)
+            data = config.read_file(path, what="the wheel", cap=config.MAX_WHEEL_BYTES)
             problem = check(data, path.name)
             if problem is not None:
                 raise PatchError(problem)
             listed.append(indexed_wheel(data, path.name))
         except (PatchError, KeyError, zipfile.BadZipFile) as error:
-            problems.append(escaped(str(error)))
+            problems.append(config.escaped(str(error)))
     if len(problems) > 1:
         for problem in problems:
             logger.error("%s", problem)
@@ -168,6 +167,6 @@ def write_simple_index(wheel_dir: Path, *, check: ListingCheck) -> Path:
     for relative in sorted(pages, key=lambda name: name == "index.html"):
         page = index_dir / relative
         _real_folder(page.parent, wheel_dir)
-        write_text_atomically(page, pages[relative])
+        config.write_text_atomically(page, pages[relative])
     logger.info("indexed %d wheels in %s", len(paths), index_dir)
     return index_dir

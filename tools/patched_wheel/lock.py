@@ -22,22 +22,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from . import PatchError
-from .config import (
-    DEFAULT_CACHE_DIR,
-    DISTRIBUTIONS,
-    INSTALLED,
-    LOCK_FILE,
-    SUPPORTED_RELEASES,
-    UNLOCKED_OPT_IN,
-    BaseChoice,
-    BaseRequest,
-    platforms_serving,
-    python_key,
-    read_file,
-    supported_releases_text,
-    write_text_atomically,
-)
+from . import PatchError, config
 from .fetch import cached_base, installed_request, pip_download, unlocked_base
 from .wheel import BaseWheel, is_wheel_filename
 
@@ -55,7 +40,7 @@ class Lock:
 
     wheels: Mapping[str, str]
 
-    def official_name(self, request: BaseRequest) -> Optional[str]:
+    def official_name(self, request: config.BaseRequest) -> Optional[str]:
         """The file name of the locked wheel serving ``request`` (the first in sorted order)."""
         wanted = request.acceptable_tags()
         for name in sorted(self.wheels):
@@ -99,8 +84,8 @@ class Lock:
             raise PatchError(
                 f"{filename} is not in the lock of official wheels, so the build cannot check "
                 f"that it is the official file; choose a supported release "
-                f"({supported_releases_text()}) or, for a wheel you trust from another index "
-                f"(such as a CUDA variant 2.x.y+cu128), {UNLOCKED_OPT_IN}"
+                f"({config.supported_releases_text()}) or, for a wheel you trust from another index "
+                f"(such as a CUDA variant 2.x.y+cu128), {config.UNLOCKED_OPT_IN}"
             )
         logger.warning(
             "%s is not in the lock of official wheels; building it unchecked, as asked "
@@ -108,7 +93,7 @@ class Lock:
             filename,
         )
 
-    def unknown_request(self, request: BaseRequest) -> str:
+    def unknown_request(self, request: config.BaseRequest) -> str:
         """Why the lock has no wheel for ``request``, and what it has instead (one line),
         told before any network."""
         tags = [
@@ -118,26 +103,26 @@ class Lock:
             for tag in parse_wheel_filename(name)[3]
         ]
         version = Version(request.release)
-        if not tags and version < Version(SUPPORTED_RELEASES[0]):
+        if not tags and version < Version(config.SUPPORTED_RELEASES[0]):
             return (
-                f"{request.distribution} {request.release} is older than {SUPPORTED_RELEASES[0]}"
+                f"{request.distribution} {request.release} is older than {config.SUPPORTED_RELEASES[0]}"
                 f", the first release the lock holds and a fix applies to, so it cannot be "
-                f"patched; supported base releases are {supported_releases_text()}"
+                f"patched; supported base releases are {config.supported_releases_text()}"
             )
         if not tags and version.local is not None:
             return (
                 f"{request.distribution} {request.release} is a variant that the lock of "
                 "official wheels does not know (it holds PyPI's wheels only); for a wheel you "
-                f"trust from another index, {UNLOCKED_OPT_IN}"
+                f"trust from another index, {config.UNLOCKED_OPT_IN}"
             )
         if not tags:
             return (
                 f"{request.distribution} {request.release} is not a supported base release; "
-                f"supported base releases are {supported_releases_text()} (a newer upstream "
+                f"supported base releases are {config.supported_releases_text()} (a newer upstream "
                 f"release needs the lock refreshed: 'python tools/patched_wheel lock --release "
                 f"{request.release}')"
             )
-        served = set(platforms_serving(request.platform))
+        served = set(config.platforms_serving(request.platform))
         platforms = sorted({tag.platform for tag in tags})
         if not served & set(platforms):
             asked = repr(request.platform) if request.platform else "this platform"
@@ -147,7 +132,7 @@ class Lock:
                 "TORCHTRT_BASE_PLATFORM (or --platform) to one of them"
             )
         pythons = sorted(
-            {f"3.{t.interpreter[3:]}" for t in tags if t.platform in served}, key=python_key
+            {f"3.{t.interpreter[3:]}" for t in tags if t.platform in served}, key=config.python_key
         )
         asked = f"Python {request.python}" if request.python else "this Python"
         return (
@@ -163,7 +148,7 @@ def _serves(name: str, distribution: str, version: Version) -> bool:
     return project == canonicalize_name(distribution) and locked_version == version
 
 
-def load_lock(path: Path = LOCK_FILE) -> Lock:
+def load_lock(path: Path = config.LOCK_FILE) -> Lock:
     """The lock at ``path``; one line if it is missing or not a lock."""
     try:
         wheels = json.loads(path.read_text(encoding="utf-8"))["wheels"]
@@ -178,19 +163,21 @@ def load_lock(path: Path = LOCK_FILE) -> Lock:
         ) from None
 
 
-def open_base(choice: BaseChoice, *, lock: Lock, cache_dir: Path = DEFAULT_CACHE_DIR) -> BaseWheel:
+def open_base(
+    choice: config.BaseChoice, *, lock: Lock, cache_dir: Path = config.DEFAULT_CACHE_DIR
+) -> BaseWheel:
     """The base the user chose (a wheel file, or a release fetched into the cache), read
     once, checked against the lock (or, unlocked, against its own RECORD), then opened."""
     request = choice.request
     if choice.wheel is not None:
-        data, filename = read_file(choice.wheel, what=choice.wheel_source), choice.wheel.name
+        data, filename = config.read_file(choice.wheel, what=choice.wheel_source), choice.wheel.name
     else:
-        if request.release == INSTALLED:
+        if request.release == config.INSTALLED:
             request = installed_request(unlocked=choice.unlocked)
         name = lock.official_name(request)
         if name is not None:
             path = cached_base(request, name, lock.wheels[name], cache_dir)
-            data, filename = read_file(path, what="the cached base wheel"), name
+            data, filename = config.read_file(path, what="the cached base wheel"), name
         elif choice.unlocked:
             data, filename = unlocked_base(request, cache_dir)
         else:
@@ -199,8 +186,10 @@ def open_base(choice: BaseChoice, *, lock: Lock, cache_dir: Path = DEFAULT_CACHE
         raise PatchError(
             f"{filename!r} is not a wheel file name; pass the wheel as pip downloaded it"
         )
-    if canonicalize_name(parse_wheel_filename(filename)[0]) not in DISTRIBUTIONS:
-        raise PatchError(f"{filename} is not a {DISTRIBUTIONS[0]} wheel; give an official one")
+    if canonicalize_name(parse_wheel_filename(filename)[0]) not in config.DISTRIBUTIONS:
+        raise PatchError(
+            f"{filename} is not a {config.DISTRIBUTIONS[0]} wheel; give an official one"
+        )
     lock.check(filename, hashlib.sha256(data).hexdigest(), unlocked=choice.unlocked)
     base = BaseWheel(data, filename)
     if filename not in lock.wheels:
@@ -208,7 +197,9 @@ def open_base(choice: BaseChoice, *, lock: Lock, cache_dir: Path = DEFAULT_CACHE
     return base
 
 
-def refresh_lock(requests: Sequence[BaseRequest], *, path: Path = LOCK_FILE, jobs: int = 4) -> Lock:
+def refresh_lock(
+    requests: Sequence[config.BaseRequest], *, path: Path = config.LOCK_FILE, jobs: int = 4
+) -> Lock:
     """Record the sha256 of a fresh download of every requested official wheel pip finds
     (pip checks each against the index's listed hash); entries of other releases are kept.
     Only when every request was answered is the lock written.
@@ -218,7 +209,7 @@ def refresh_lock(requests: Sequence[BaseRequest], *, path: Path = LOCK_FILE, job
     """
     old = load_lock(path) if path.exists() else Lock({})
 
-    def fetch(request: BaseRequest) -> Tuple[Optional[Tuple[str, str]], str]:
+    def fetch(request: config.BaseRequest) -> Tuple[Optional[Tuple[str, str]], str]:
         with tempfile.TemporaryDirectory(prefix="patched-wheel-lock-") as folder:
             try:
                 wheel = pip_download(request, Path(folder))
@@ -227,7 +218,9 @@ def refresh_lock(requests: Sequence[BaseRequest], *, path: Path = LOCK_FILE, job
                 return None, "" if missing else f"{request.describe()}: {error}"
             if parse_wheel_filename(wheel.name)[1] != Version(request.release):
                 return None, ""  # pip's == took a variant: not the release itself
-            digest = hashlib.sha256(read_file(wheel, what="the downloaded wheel")).hexdigest()
+            digest = hashlib.sha256(
+                config.read_file(wheel, what="the downloaded wheel")
+            ).hexdigest()
             return (wheel.name, digest), ""
 
     wheels: Dict[str, str] = {}
@@ -247,5 +240,5 @@ def refresh_lock(requests: Sequence[BaseRequest], *, path: Path = LOCK_FILE, job
     releases = {Version(request.release) for request in requests}
     kept = {n: d for n, d in old.wheels.items() if parse_wheel_filename(n)[1] not in releases}
     document = {"about": _ABOUT, "wheels": dict(sorted({**kept, **wheels}.items()))}
-    write_text_atomically(path, json.dumps(document, indent=2) + "\n")
+    config.write_text_atomically(path, json.dumps(document, indent=2) + "\n")
     return Lock({**kept, **wheels})

@@ -24,15 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from . import PatchError
-from .config import (
-    DEFAULT_OVERLAY,
-    BaseRequest,
-    python_key,
-    read_file,
-    write_atomically,
-    write_text_atomically,
-)
+from . import PatchError, config
 from .fetch import cached_base, usable_cache
 from .lock import Lock
 from .patch import Origin, build_origin, patch_wheel, read_overlay
@@ -69,16 +61,16 @@ def requests_for(
     platforms: Sequence[str],
     pythons: Sequence[str],
     distribution: str = "torch-tensorrt",
-) -> List[BaseRequest]:
+) -> List[config.BaseRequest]:
     """Every combination of releases, platforms and Python versions."""
     return [
-        BaseRequest(r, p, v, distribution)
+        config.BaseRequest(r, p, v, distribution)
         for r, p, v in itertools.product(releases, platforms, pythons)
     ]
 
 
 def build_matrix(
-    requests: Sequence[BaseRequest],
+    requests: Sequence[config.BaseRequest],
     *,
     out_dir: Path,
     cache_dir: Path,
@@ -89,13 +81,13 @@ def build_matrix(
     """Build the patched wheel of every locked base that serves one of ``requests``."""
     # 1. The bases the lock holds for the requests, each once, fetched where missing.
     usable_cache(cache_dir)
-    found: Dict[str, BaseRequest] = {}
+    found: Dict[str, config.BaseRequest] = {}
     for request in requests:
         name = lock.official_name(request)
         if name is not None:
             found.setdefault(name, request)
 
-    def fetch(item: Tuple[str, BaseRequest]) -> Tuple[Optional[Path], Optional[str]]:
+    def fetch(item: Tuple[str, config.BaseRequest]) -> Tuple[Optional[Path], Optional[str]]:
         try:
             return cached_base(item[1], item[0], lock.wheels[item[0]], cache_dir), None
         except PatchError as error:
@@ -106,7 +98,7 @@ def build_matrix(
 
     # 2. One overlay and one origin for every wheel; each base read once, checked and patched
     # in a process per core (the splice is Python, bound by one core each).
-    overlay_data = read_overlay(overlay_path or DEFAULT_OVERLAY)[1]
+    overlay_data = read_overlay(overlay_path or config.DEFAULT_OVERLAY)[1]
     origin = build_origin(overlay_data)
     work = [
         (path, name, lock.wheels[name], overlay_data, origin, out_dir)
@@ -149,11 +141,11 @@ def _patch_one(
     if path is None:
         return None, None, 0.0
     try:
-        data = read_file(path, what="the cached base wheel")
+        data = config.read_file(path, what="the cached base wheel")
         Lock({name: sha256}).check(name, hashlib.sha256(data).hexdigest(), unlocked=False)
         overlay = overlay_from_bytes(overlay_data, "the overlay")
         wheel = patch_wheel(BaseWheel(data, name), overlay, origin=origin)
-        write_atomically(out_dir / wheel.filename, wheel.data)
+        config.write_atomically(out_dir / wheel.filename, wheel.data)
         return wheel.filename, None, time.perf_counter() - start
     except PatchError as error:
         return None, str(error), time.perf_counter() - start
@@ -178,7 +170,7 @@ def matrix_document(entries: Sequence[MatrixEntry]) -> Dict[str, object]:
     label those wheels carry (read from their names, so it is the overlay that built them)."""
     releases: Dict[str, List[Dict[str, object]]] = {}
     for entry in sorted(
-        entries, key=lambda e: (_release_key(e.release), e.platform, python_key(e.python))
+        entries, key=lambda e: (_release_key(e.release), e.platform, config.python_key(e.python))
     ):
         row: Dict[str, object] = {
             "platform": entry.platform,
@@ -211,7 +203,7 @@ def readme_table(entries: Sequence[MatrixEntry]) -> str:
                     for e in entries
                     if e.release == release and e.platform == platform and e.error is None
                 ),
-                key=python_key,
+                key=config.python_key,
             )
             cells.append(", ".join(built) or "-")
         lines.append("| " + " | ".join(cells) + " |")
@@ -253,5 +245,5 @@ def update_docs(entries: Sequence[MatrixEntry], *, docs_matrix: Path, readme: Pa
             "supported table belongs"
         )
     block = f"{START_MARKER}\n{readme_table(entries)}\n{END_MARKER}"
-    write_text_atomically(docs_matrix, json.dumps(matrix_document(entries), indent=2) + "\n")
-    write_text_atomically(readme, text[:start] + block + text[end + len(END_MARKER) :])
+    config.write_text_atomically(docs_matrix, json.dumps(matrix_document(entries), indent=2) + "\n")
+    config.write_text_atomically(readme, text[:start] + block + text[end + len(END_MARKER) :])

@@ -27,38 +27,8 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from packaging.version import InvalidVersion, Version
 
-from . import PatchError
-from .config import (
-    DEFAULT_OVERLAY,
-    OVERLAY_RELEASES_FILE,
-    REPOSITORY,
-    TARGET,
-    read_file,
-    supported_releases_text,
-    write_atomically,
-)
-from .provenance import (
-    UNKNOWN,
-    ProvenanceRecord,
-    SourceRevision,
-    parse_record,
-    record_bytes,
-    record_member,
-    source_revision,
-    tool_sha256,
-)
+from . import PatchError, config, provenance, splice
 from .releases import label_for, load_overlay_releases, split_label
-from .splice import (
-    OverlayParts,
-    check_call_sites,
-    check_splice,
-    decode_source,
-    encode_source,
-    overlay_from_bytes,
-    parse_source,
-    splice_overlay,
-    top_level_definitions,
-)
 from .wheel import (
     RECORD_SIGNATURES,
     BaseWheel,
@@ -76,14 +46,14 @@ logger = logging.getLogger(__name__)
 
 def _defines(name: str) -> Callable[[ast.Module], bool]:
     """The hook "upstream's module defines ``name`` at top level"."""
-    return lambda module: name in top_level_definitions(module)
+    return lambda module: name in splice.top_level_definitions(module)
 
 
 def _copies_tensor_input(module: ast.Module) -> bool:
     """The hook of ``input-copy``: upstream's ``prepare_inputs`` has a branch taken for a
     ``torch.Tensor`` input (an ``isinstance`` test naming ``Tensor``) that calls
     ``torch.tensor(...)`` on it, a full copy (2.10, 2.11; 2.12 passes the tensor as it is)."""
-    function = top_level_definitions(module).get("prepare_inputs")
+    function = splice.top_level_definitions(module).get("prepare_inputs")
     for node in ast.walk(function) if function is not None else []:
         test = node.test if isinstance(node, ast.If) else None
         if not (isinstance(test, ast.Call) and getattr(test.func, "id", None) == "isinstance"):
@@ -123,7 +93,7 @@ class Origin:
     """What the build knows of itself: the label, the revision, the tool, the time."""
 
     label: str
-    revision: SourceRevision
+    revision: provenance.SourceRevision
     tool_sha256: str
     source_date_epoch: Optional[str] = None
 
@@ -134,27 +104,27 @@ class PatchedWheel:
 
     filename: str
     data: bytes
-    record: ProvenanceRecord
+    record: provenance.ProvenanceRecord
 
 
-def read_overlay(path: Path = DEFAULT_OVERLAY) -> Tuple[OverlayParts, bytes]:
+def read_overlay(path: Path = config.DEFAULT_OVERLAY) -> Tuple[splice.OverlayParts, bytes]:
     """(the overlay parsed, its bytes); one line if it cannot be read or spliced."""
-    data = read_file(path, what="the overlay", cap=1 << 20)
-    return overlay_from_bytes(data, repr(str(path))), data
+    data = config.read_file(path, what="the overlay", cap=1 << 20)
+    return splice.overlay_from_bytes(data, repr(str(path))), data
 
 
-def build_origin(overlay_data: bytes, *, repository: Path = REPOSITORY) -> Origin:
+def build_origin(overlay_data: bytes, *, repository: Path = config.REPOSITORY) -> Origin:
     """This build's origin: a release label only for a registered overlay built from its own
     revision (overlay and tool as committed), a development label otherwise."""
-    revision = source_revision(repository, overlay_data)
-    clean = revision.dirty is False and revision.revision != UNKNOWN
+    revision = provenance.source_revision(repository, overlay_data)
+    clean = revision.dirty is False and revision.revision != provenance.UNKNOWN
     sha256 = hashlib.sha256(overlay_data).hexdigest()
-    label = label_for(sha256, load_overlay_releases(OVERLAY_RELEASES_FILE), clean=clean)
+    label = label_for(sha256, load_overlay_releases(config.OVERLAY_RELEASES_FILE), clean=clean)
     epoch = os.environ.get("SOURCE_DATE_EPOCH") or None
-    return Origin(label, revision, tool_sha256(), epoch)
+    return Origin(label, revision, provenance.tool_sha256(), epoch)
 
 
-def current_label(overlay_path: Path = DEFAULT_OVERLAY) -> str:
+def current_label(overlay_path: Path = config.DEFAULT_OVERLAY) -> str:
     """The label a build of the overlay at ``overlay_path`` gets here and now."""
     return build_origin(read_overlay(overlay_path)[1]).label
 
@@ -219,11 +189,11 @@ def _shadows_target(name: str) -> bool:
     top, _, rest = name.partition("/")
     if top.endswith(".data"):
         scheme, _, name = rest.partition("/")
-        if name.casefold() == TARGET.casefold():
+        if name.casefold() == config.TARGET.casefold():
             return True
         if scheme not in ("purelib", "platlib"):
             return False
-    path, (folder, _, module_file) = name.casefold(), TARGET.casefold().rpartition("/")
+    path, (folder, _, module_file) = name.casefold(), config.TARGET.casefold().rpartition("/")
     inside = path[len(folder) + 1 :] if path.startswith(f"{folder}/") else None
     stem = module_file.split(".")[0]
     return (
@@ -255,7 +225,7 @@ def _rebinding(module: ast.Module, replaced: Dict[str, ast.stmt]) -> Optional[Tu
     return None
 
 
-def patch_wheel(base: BaseWheel, overlay: OverlayParts, *, origin: Origin) -> PatchedWheel:
+def patch_wheel(base: BaseWheel, overlay: splice.OverlayParts, *, origin: Origin) -> PatchedWheel:
     """The patched wheel of ``base``, in memory (see the module docstring).
 
     Raises:
@@ -268,10 +238,10 @@ def patch_wheel(base: BaseWheel, overlay: OverlayParts, *, origin: Origin) -> Pa
     filename = f"{base.name.written_name}-{version}-{base.name.written_tags}.whl"
 
     # 2. The layout: the target there, nothing in the way of the new names or shadowing it.
-    if TARGET not in base.by_name:
+    if config.TARGET not in base.by_name:
         raise PatchError(
-            f"{wheel}: has no {TARGET}; this is not a torch_tensorrt wheel the overlay fits. "
-            f"Supported base releases are {supported_releases_text()}"
+            f"{wheel}: has no {config.TARGET}; this is not a torch_tensorrt wheel the overlay fits. "
+            f"Supported base releases are {config.supported_releases_text()}"
         )
     for name in base.by_name:
         if name.split("/")[0] == dist_info:
@@ -280,20 +250,20 @@ def patch_wheel(base: BaseWheel, overlay: OverlayParts, *, origin: Origin) -> Pa
             )
         if _shadows_target(name):
             raise PatchError(
-                f"{wheel}: holds {name!r}, which would be imported or installed instead of the patched {TARGET}; use the official wheel"
+                f"{wheel}: holds {name!r}, which would be imported or installed instead of the patched {config.TARGET}; use the official wheel"
             )
 
     # 3. The fixes that apply: each where its hook is found; none is a refusal.
-    what = f"{wheel}:{TARGET}"
-    text, encoding = decode_source(base.read(TARGET, 1 << 20), what)
-    module = parse_source(text, what)
+    what = f"{wheel}:{config.TARGET}"
+    text, encoding = splice.decode_source(base.read(config.TARGET, 1 << 20), what)
+    module = splice.parse_source(text, what)
     defined = {d.name for d in overlay.definitions}
     applied = [fix for fix in FIXES if set(fix.functions) & defined and fix.hook(module)]
     if not applied:
         hooks = "; ".join(f"{fix.name}: {fix.hook_text}" for fix in FIXES)
         raise PatchError(
             f"{wheel}: no fix of the overlay applies to this base ({hooks}: none holds); "
-            f"supported base releases are {supported_releases_text()}"
+            f"supported base releases are {config.supported_releases_text()}"
         )
     left_out = {name for fix in FIXES if fix not in applied for name in fix.functions}
     overlay = dataclasses.replace(
@@ -302,14 +272,14 @@ def patch_wheel(base: BaseWheel, overlay: OverlayParts, *, origin: Origin) -> Pa
 
     # 4. The splice, after the checks that need it: no later rebinding of a replaced name,
     # every call of a replaced function in the package fits the overlay's signature.
-    base_definitions = top_level_definitions(module)
+    base_definitions = splice.top_level_definitions(module)
     replaced: Dict[str, ast.stmt] = {
         d.name: base_definitions[d.name] for d in overlay.definitions if d.name in base_definitions
     }
     rebound = _rebinding(module, replaced)
     if rebound is not None:
         raise PatchError(
-            f"{wheel}: {TARGET} binds {rebound[0]!r} again at line {rebound[1]}, after the "
+            f"{wheel}: {config.TARGET} binds {rebound[0]!r} again at line {rebound[1]}, after the "
             "definition the overlay replaces, so the fix would not take effect; use the official wheel"
         )
     sources = {
@@ -317,13 +287,15 @@ def patch_wheel(base: BaseWheel, overlay: OverlayParts, *, origin: Origin) -> Pa
         for name in base.by_name
         if name.endswith(".py") and not name.startswith(f"{base.dist_info}/")
     }
-    check_call_sites(sources, [f for f in overlay.functions if f.name in replaced], wheel=wheel)
-    target = encode_source(splice_overlay(text, overlay, module), encoding, what)
-    check_splice(target, overlay, filename=what)
+    splice.check_call_sites(
+        sources, [f for f in overlay.functions if f.name in replaced], wheel=wheel
+    )
+    target = splice.encode_source(splice.splice_overlay(text, overlay, module), encoding, what)
+    splice.check_splice(target, overlay, filename=what)
 
     # 5. METADATA with the new version, and the provenance record.
     metadata = rewrite_metadata_version(base.read(f"{base.dist_info}/METADATA", 1 << 20), version)
-    record = ProvenanceRecord(
+    record = provenance.ProvenanceRecord(
         version=version,
         label=origin.label,
         base_wheel=wheel,
@@ -340,7 +312,7 @@ def patch_wheel(base: BaseWheel, overlay: OverlayParts, *, origin: Origin) -> Pa
     # the new bytes stored, every other member's compressed bytes copied; the record added
     # before RECORD, which is derived (the base's rows for what is copied) and written last.
     written = zip_date_time(origin.source_date_epoch)
-    new = {TARGET: target, f"{dist_info}/METADATA": metadata}
+    new = {config.TARGET: target, f"{dist_info}/METADATA": metadata}
     rows = base.record()
     entries: List[Entry] = []
     record_rows: List[Tuple[str, str, str]] = []
@@ -363,10 +335,10 @@ def patch_wheel(base: BaseWheel, overlay: OverlayParts, *, origin: Origin) -> Pa
             if name not in rows:
                 raise base.refused(f"its RECORD lacks {name!r}")
             record_rows.append((renamed, *rows[name]))
-    sbom = record_bytes(record)
-    entries.append(Entry.stored(record_member(dist_info), sbom, metadata_info, written))
+    sbom = provenance.record_bytes(record)
+    entries.append(Entry.stored(provenance.record_member(dist_info), sbom, metadata_info, written))
     record_rows += [
-        (record_member(dist_info), record_hash(sbom), str(len(sbom))),
+        (provenance.record_member(dist_info), record_hash(sbom), str(len(sbom))),
         (f"{dist_info}/RECORD", "", ""),
     ]
     entries.append(
@@ -378,18 +350,18 @@ def patch_wheel(base: BaseWheel, overlay: OverlayParts, *, origin: Origin) -> Pa
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         if archive.namelist() != [entry.name for entry in entries]:
             raise PatchError(f"{filename}: the written zip does not list its members; report this")
-        parse_record(archive.read(record_member(dist_info)), filename)
+        provenance.parse_record(archive.read(provenance.record_member(dist_info)), filename)
     return PatchedWheel(filename, data, record)
 
 
 def build_patched_wheel(
-    base: BaseWheel, *, out_dir: Path, overlay_path: Path = DEFAULT_OVERLAY
+    base: BaseWheel, *, out_dir: Path, overlay_path: Path = config.DEFAULT_OVERLAY
 ) -> Path:
     """Write the patched wheel of ``base`` with the overlay at ``overlay_path`` into
     ``out_dir`` (temporary name, then rename) and return its path."""
     overlay, data = read_overlay(overlay_path)
     patched = patch_wheel(base, overlay, origin=build_origin(data))
     path = Path(out_dir) / patched.filename
-    write_atomically(path, patched.data)
+    config.write_atomically(path, patched.data)
     logger.debug("patched wheel: %s", path)
     return path

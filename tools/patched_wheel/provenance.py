@@ -28,15 +28,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 from urllib.parse import parse_qs, quote
 
-from . import PatchError
-from .config import (
-    DEFAULT_OVERLAY,
-    OVERLAY_PATH,
-    REPOSITORY,
-    TOOL_PATH,
-    git_text,
-    write_text_atomically,
-)
+from . import PatchError, config
 from .releases import is_sha256_hex
 from .wheel import is_wheel_filename, parse_wheel_name
 
@@ -63,7 +55,7 @@ class SourceRevision:
         return asdict(self)
 
 
-def overlay_sha256(overlay: Path = DEFAULT_OVERLAY) -> str:
+def overlay_sha256(overlay: Path = config.DEFAULT_OVERLAY) -> str:
     return hashlib.sha256(Path(overlay).read_bytes()).hexdigest()
 
 
@@ -78,14 +70,14 @@ def tool_sha256() -> str:
 
 def _tree_files(repository: Path, overlay: Optional[bytes]) -> Dict[str, bytes]:
     """The files a revision vouches for, as this tree has them: the tool and the overlay."""
-    tool = repository / TOOL_PATH
+    tool = repository / config.TOOL_PATH
     files = {
         path.relative_to(repository).as_posix(): path.read_bytes()
         for path in sorted(tool.rglob("*"))
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
     }
-    overlay_file = repository.joinpath(*OVERLAY_PATH.split("/"))
-    files[OVERLAY_PATH] = overlay if overlay is not None else overlay_file.read_bytes()
+    overlay_file = repository.joinpath(*config.OVERLAY_PATH.split("/"))
+    files[config.OVERLAY_PATH] = overlay if overlay is not None else overlay_file.read_bytes()
     return files
 
 
@@ -97,9 +89,16 @@ def _blob_id(data: bytes, length: int) -> str:
 def _from_git(repository: Path, overlay: Optional[bytes]) -> Optional[SourceRevision]:
     if not (repository / ".git").exists():
         return None  # not a checkout's root: git would answer for an enclosing repository
-    head = (git_text(repository, "rev-parse", "--verify", "HEAD") or "").strip()
-    listing = git_text(
-        repository, "ls-tree", "-r", "--full-tree", "HEAD", "--", TOOL_PATH, OVERLAY_PATH
+    head = (config.git_text(repository, "rev-parse", "--verify", "HEAD") or "").strip()
+    listing = config.git_text(
+        repository,
+        "ls-tree",
+        "-r",
+        "--full-tree",
+        "HEAD",
+        "--",
+        config.TOOL_PATH,
+        config.OVERLAY_PATH,
     )
     if not _COMMIT.fullmatch(head) or listing is None:
         return None
@@ -137,7 +136,7 @@ def _from_file(repository: Path, overlay: Optional[bytes]) -> Optional[SourceRev
 
 
 def source_revision(
-    repository: Path = REPOSITORY, overlay: Optional[bytes] = None
+    repository: Path = config.REPOSITORY, overlay: Optional[bytes] = None
 ) -> SourceRevision:
     """The revision of ``repository`` and whether ``overlay`` (default: the tree's) and the
     tool are that revision's: from git, else from the revision file, else unknown."""
@@ -145,13 +144,15 @@ def source_revision(
     return found or SourceRevision(UNKNOWN, None)
 
 
-def write_revision_file(destination: Path, repository: Path = REPOSITORY) -> SourceRevision:
+def write_revision_file(destination: Path, repository: Path = config.REPOSITORY) -> SourceRevision:
     """Write ``repository``'s revision (from git) and its files' sha256 into ``destination``'s
     revision file, for a copy of the tree that travels without ``.git``."""
     revision = source_revision(repository)
     files = {p: hashlib.sha256(d).hexdigest() for p, d in _tree_files(repository, None).items()}
     document = {**revision.as_dict(), "files": files}
-    write_text_atomically(Path(destination) / REVISION_FILE, json.dumps(document, indent=1) + "\n")
+    config.write_text_atomically(
+        Path(destination) / REVISION_FILE, json.dumps(document, indent=1) + "\n"
+    )
     return revision
 
 
@@ -184,7 +185,7 @@ def record_bytes(record: ProvenanceRecord) -> bytes:
     """The record as the patched wheel holds it: sorted keys, two-space indent, UTF-8."""
     base = parse_wheel_name(record.base_wheel)
     values = {
-        "overlay": OVERLAY_PATH,
+        "overlay": config.OVERLAY_PATH,
         "overlay_sha256": record.overlay_sha256,
         "label": record.label,
         "revision": record.revision,
@@ -294,7 +295,7 @@ def format_record(record: ProvenanceRecord) -> str:
         f"label:           {record.label}",
         f"base wheel:      {record.base_wheel}",
         f"base sha256:     {record.base_sha256}",
-        f"overlay sha256:  {record.overlay_sha256} ({OVERLAY_PATH})",
+        f"overlay sha256:  {record.overlay_sha256} ({config.OVERLAY_PATH})",
         f"fixes:           {', '.join(record.fixes) or 'not recorded'}",
         f"revision:        {record.revision} (not the revision's overlay and tool: {dirty})",
         f"build tool:      {TOOL_NAME}, sources sha256 {record.tool_sha256}",

@@ -29,29 +29,20 @@ from typing import Mapping, Optional, Set, Tuple
 
 from packaging.version import InvalidVersion, Version
 
-from . import PatchError
-from .config import (
-    LABEL_NAME,
-    OVERLAY_PATH,
-    OVERLAY_RELEASES_FILE,
-    TOOL_PATH,
-    git_bytes,
-    git_text,
-    write_text_atomically,
-)
+from . import PatchError, config
 
 logger = logging.getLogger(__name__)
 
 REGISTER_COMMAND = "python tools/patched_wheel register-overlay"
 _ABOUT = (
     "The overlays released so far: number -> sha256 of py/torch_tensorrt/dynamo/utils.py. "
-    f"A patched wheel's label is {LABEL_NAME}.<number>. Add the current overlay with: "
+    f"A patched wheel's label is {config.LABEL_NAME}.<number>. Add the current overlay with: "
     f"{REGISTER_COMMAND}"
 )
 DEV_DIGITS = 10  # hex digits of the overlay's sha256 in a development label
 # Every label the fork has written: memfix1, memfix1.N, memfix1.N.dev.gSHA, memfix1.devN.gSHA.
 _LABEL = re.compile(
-    rf"{LABEL_NAME}(?:\.(?P<number>[1-9][0-9]*)(?:\.dev\.g(?P<old>[0-9a-f]{{{DEV_DIGITS}}}))?"
+    rf"{config.LABEL_NAME}(?:\.(?P<number>[1-9][0-9]*)(?:\.dev\.g(?P<old>[0-9a-f]{{{DEV_DIGITS}}}))?"
     rf"|\.dev(?P<after>[0-9]+)\.g(?P<sha>[0-9a-f]{{{DEV_DIGITS}}}))?"
 )
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -79,11 +70,11 @@ class OverlayReleases:
 
 
 def release_label(number: int) -> str:
-    return f"{LABEL_NAME}.{number}"
+    return f"{config.LABEL_NAME}.{number}"
 
 
 def development_label(releases: OverlayReleases, overlay_sha256: str) -> str:
-    return f"{LABEL_NAME}.dev{releases.newest}.g{overlay_sha256[:DEV_DIGITS]}"
+    return f"{config.LABEL_NAME}.dev{releases.newest}.g{overlay_sha256[:DEV_DIGITS]}"
 
 
 def label_for(overlay_sha256: str, releases: OverlayReleases, *, clean: bool) -> str:
@@ -109,9 +100,9 @@ def split_label(version: str) -> Tuple[str, Optional[str]]:
         segments = (Version(version).local or "").split(".")
     except InvalidVersion:
         return version, None
-    if LABEL_NAME not in segments:
+    if config.LABEL_NAME not in segments:
         return version, None
-    start = len(segments) - 1 - segments[::-1].index(LABEL_NAME)
+    start = len(segments) - 1 - segments[::-1].index(config.LABEL_NAME)
     label = ".".join(segments[start:])
     if not _LABEL.fullmatch(label):
         return version, None
@@ -148,7 +139,7 @@ def releases_from_bytes(data: bytes, where: str) -> OverlayReleases:
     return OverlayReleases(by_number)
 
 
-def load_overlay_releases(path: Path = OVERLAY_RELEASES_FILE) -> OverlayReleases:
+def load_overlay_releases(path: Path = config.OVERLAY_RELEASES_FILE) -> OverlayReleases:
     try:
         data = Path(path).read_bytes()
     except OSError as error:
@@ -156,7 +147,9 @@ def load_overlay_releases(path: Path = OVERLAY_RELEASES_FILE) -> OverlayReleases
     return releases_from_bytes(data, repr(str(path)))
 
 
-def register_overlay(overlay_sha256: str, path: Path = OVERLAY_RELEASES_FILE) -> Tuple[int, bool]:
+def register_overlay(
+    overlay_sha256: str, path: Path = config.OVERLAY_RELEASES_FILE
+) -> Tuple[int, bool]:
     """Release the overlay with this sha256 under the next number (or say its number)."""
     releases = load_overlay_releases(path)
     known = releases.number_of(overlay_sha256)
@@ -166,7 +159,7 @@ def register_overlay(overlay_sha256: str, path: Path = OVERLAY_RELEASES_FILE) ->
     overlays = {
         str(n): s for n, s in sorted({**releases.by_number, number: overlay_sha256}.items())
     }
-    write_text_atomically(
+    config.write_text_atomically(
         Path(path), json.dumps({"about": _ABOUT, "overlays": overlays}, indent=2) + "\n"
     )
     return number, True
@@ -175,7 +168,7 @@ def register_overlay(overlay_sha256: str, path: Path = OVERLAY_RELEASES_FILE) ->
 def main_ref(repository: Path) -> Optional[str]:
     """The main branch's ref in ``repository``: ``refs/heads/main``, else ``origin``'s."""
     for ref in ("refs/heads/main", "refs/remotes/origin/main"):
-        if git_text(repository, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"):
+        if config.git_text(repository, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"):
             return ref
     return None
 
@@ -183,7 +176,7 @@ def main_ref(repository: Path) -> Optional[str]:
 def main_history(repository: Path) -> Set[str]:
     """Every commit of the main branch's first-parent history (empty without git or main)."""
     ref = main_ref(repository)
-    listed = git_text(repository, "rev-list", "--first-parent", ref) if ref else None
+    listed = config.git_text(repository, "rev-list", "--first-parent", ref) if ref else None
     return set((listed or "").split())
 
 
@@ -193,13 +186,17 @@ def released_at(repository: Path, revision: str) -> Tuple[bytes, OverlayReleases
     Raises:
         PatchError: If the revision lacks either.
     """
-    overlay = git_bytes(repository, "show", "--end-of-options", f"{revision}:{OVERLAY_PATH}")
-    registry = git_bytes(
+    overlay = config.git_bytes(
+        repository, "show", "--end-of-options", f"{revision}:{config.OVERLAY_PATH}"
+    )
+    registry = config.git_bytes(
         repository,
         "show",
         "--end-of-options",
-        f"{revision}:{TOOL_PATH}/{OVERLAY_RELEASES_FILE.name}",
+        f"{revision}:{config.TOOL_PATH}/{config.OVERLAY_RELEASES_FILE.name}",
     )
     if overlay is None or registry is None:
-        raise PatchError(f"revision {revision} has no {OVERLAY_PATH} or no registry of overlays")
+        raise PatchError(
+            f"revision {revision} has no {config.OVERLAY_PATH} or no registry of overlays"
+        )
     return overlay, releases_from_bytes(registry, f"the registry at {revision}")

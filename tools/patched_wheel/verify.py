@@ -31,33 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
 
-from . import PatchError
-from .config import (
-    DEFAULT_CACHE_DIR,
-    MAX_WHEEL_BYTES,
-    OVERLAY_PATH,
-    REPOSITORY,
-    TOOL_PATH,
-    BaseRequest,
-    escaped,
-    git_bytes,
-    git_text,
-    read_file,
-)
+from . import PatchError, config, provenance
 from .fetch import cached_base
 from .lock import Lock
 from .patch import Origin, patch_wheel
-from .provenance import (
-    MAX_RECORD_BYTES,
-    REVISION_FILE,
-    UNKNOWN,
-    ProvenanceRecord,
-    SourceRevision,
-    format_record,
-    parse_record,
-    record_member,
-    tool_sha256,
-)
 from .releases import label_parts, main_history, released_at, split_label
 from .splice import overlay_from_bytes
 from .wheel import BaseWheel, parse_wheel_name
@@ -77,20 +54,23 @@ class Verification:
     sha256: str
     verified: bool = False
     verdict: str = ""
-    record: Optional[ProvenanceRecord] = None
+    record: Optional[provenance.ProvenanceRecord] = None
     lines: List[str] = field(default_factory=list)
 
     def report(self, *, full_diff: bool = False) -> str:
         lines = self.lines if full_diff else self.lines[:SHOWN_DIFFERENCES]
         hidden = len(self.lines) - len(lines)
         more = [f"... {hidden} more lines (--full-diff shows them)"] if hidden else []
-        head = [f"patched wheel:  {escaped(self.filename)}", f"sha256:         {self.sha256}"]
-        head += format_record(self.record).splitlines() if self.record else []
+        head = [
+            f"patched wheel:  {config.escaped(self.filename)}",
+            f"sha256:         {self.sha256}",
+        ]
+        head += provenance.format_record(self.record).splitlines() if self.record else []
         return "\n".join(head + lines + more + [self.verdict])
 
 
 def _not(verification: Verification, why: str) -> Verification:
-    verification.verdict = f"NOT verified: {escaped(why)}; do not install it"
+    verification.verdict = f"NOT verified: {config.escaped(why)}; do not install it"
     return verification
 
 
@@ -110,8 +90,10 @@ def _changed_middle(old: bytes, new: bytes) -> List[str]:
     while end < min(len(a), len(b)) - start and a[-1 - end] == b[-1 - end]:
         end += 1
     lines = [f"  @@ line {start + 1} @@"]
-    lines += [f"  - {escaped(line)[:_SHOWN_NAME]}" for line in a[start : len(a) - end][:50]]
-    return lines + [f"  + {escaped(line)[:_SHOWN_NAME]}" for line in b[start : len(b) - end][:50]]
+    lines += [f"  - {config.escaped(line)[:_SHOWN_NAME]}" for line in a[start : len(a) - end][:50]]
+    return lines + [
+        f"  + {config.escaped(line)[:_SHOWN_NAME]}" for line in b[start : len(b) - end][:50]
+    ]
 
 
 def differences(candidate: bytes, rebuilt: bytes) -> List[str]:
@@ -156,12 +138,14 @@ def differences(candidate: bytes, rebuilt: bytes) -> List[str]:
     return lines
 
 
-def _rebuild_from_history(repository: Path, record: ProvenanceRecord, base: Path) -> bytes:
+def _rebuild_from_history(
+    repository: Path, record: provenance.ProvenanceRecord, base: Path
+) -> bytes:
     """The wheel as revision ``record.revision``'s own tool builds it, run from ``git
     archive`` of that revision (a main branch commit) with the same base and settings."""
     with tempfile.TemporaryDirectory(prefix="patched-wheel-verify-") as folder:
         tree, out = Path(folder) / "tree", Path(folder) / "out"
-        archive = git_bytes(
+        archive = config.git_bytes(
             repository, "archive", "--format=tar", "--end-of-options", record.revision
         )
         if archive is None:
@@ -173,41 +157,45 @@ def _rebuild_from_history(repository: Path, record: ProvenanceRecord, base: Path
                 tar.extractall(tree)
         files = {
             p.relative_to(tree).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted((tree / TOOL_PATH).rglob("*"))
-            + [tree.joinpath(*OVERLAY_PATH.split("/"))]
+            for p in sorted((tree / config.TOOL_PATH).rglob("*"))
+            + [tree.joinpath(*config.OVERLAY_PATH.split("/"))]
             if p.is_file()
         }
         document = {"revision": record.revision, "dirty": False, "files": files}
-        (tree / REVISION_FILE).write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+        (tree / provenance.REVISION_FILE).write_text(
+            json.dumps(document, indent=1) + "\n", encoding="utf-8"
+        )
         environ = {k: v for k, v in os.environ.items() if not k.startswith("TORCHTRT_BASE_")}
         environ.pop("SOURCE_DATE_EPOCH", None)
         if record.source_date_epoch is not None:
             environ["SOURCE_DATE_EPOCH"] = record.source_date_epoch
         lock = Path(folder) / "lock.json"  # the one base, as the record names it
         lock.write_text(json.dumps({"wheels": {record.base_wheel: record.base_sha256}}))
-        command = [sys.executable, str(tree / TOOL_PATH), "build", "--base-wheel", str(base)]
+        command = [sys.executable, str(tree / config.TOOL_PATH), "build", "--base-wheel", str(base)]
         command += ["--out", str(out), "--lock", str(lock)]
         completed = subprocess.run(command, env=environ, capture_output=True, text=True)
         wheels = sorted(out.glob("*.whl")) if completed.returncode == 0 else []
         if len(wheels) != 1:
             last = (completed.stderr.strip().splitlines() or ["no output"])[-1]
-            raise PatchError(f"revision {record.revision}'s own build failed ({escaped(last)})")
+            raise PatchError(
+                f"revision {record.revision}'s own build failed ({config.escaped(last)})"
+            )
         return wheels[0].read_bytes()
 
 
-def read_record(data: bytes, filename: str) -> ProvenanceRecord:
+def read_record(data: bytes, filename: str) -> provenance.ProvenanceRecord:
     """The provenance record of the wheel whose bytes are ``data``, and nothing else of it:
     one member, read within :data:`~.provenance.MAX_RECORD_BYTES`, checked.
 
     Raises:
         PatchError: One line, for a wheel without a record or with one this tool never writes.
     """
-    member = record_member(parse_wheel_name(filename).dist_info)
+    member = provenance.record_member(parse_wheel_name(filename).dist_info)
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             info = archive.getinfo(member)
             with archive.open(info) as stream:
-                recorded = stream.read(MAX_RECORD_BYTES + 1)
+                recorded = stream.read(provenance.MAX_RECORD_BYTES + 1)
     except KeyError:
         raise PatchError(
             f"{filename}: has no provenance record ({member}), so nothing says which base and "
@@ -216,9 +204,9 @@ def read_record(data: bytes, filename: str) -> ProvenanceRecord:
         ) from None
     except (zipfile.BadZipFile, zlib.error, ValueError, EOFError, NotImplementedError) as error:
         raise PatchError(
-            f"{filename}: its provenance record cannot be read ({escaped(str(error))[:200]})"
+            f"{filename}: its provenance record cannot be read ({config.escaped(str(error))[:200]})"
         ) from None
-    return parse_record(recorded, f"{filename}:{member}")
+    return provenance.parse_record(recorded, f"{filename}:{member}")
 
 
 def verify_bytes(
@@ -226,11 +214,11 @@ def verify_bytes(
     filename: str,
     *,
     lock: Lock,
-    cache_dir: Path = DEFAULT_CACHE_DIR,
+    cache_dir: Path = config.DEFAULT_CACHE_DIR,
     base_wheel: Optional[Path] = None,
     unlocked: bool = False,
     overlay: Optional[Path] = None,
-    repository: Path = REPOSITORY,
+    repository: Path = config.REPOSITORY,
 ) -> Verification:
     """Judge the wheel whose bytes are ``data`` (see the module docstring).
 
@@ -275,7 +263,7 @@ def verify_bytes(
             verification,
             f"a development build of overlay {record.overlay_sha256[:12]}, not a release of this fork",
         )
-    if number is None or record.revision == UNKNOWN or record.dirty is not False:
+    if number is None or record.revision == provenance.UNKNOWN or record.dirty is not False:
         return _not(
             verification,
             "a build that names no clean revision (its record), not a release of this fork",
@@ -287,7 +275,7 @@ def verify_bytes(
             f"{repository} has no main branch history to tell releases by; verify from a clone",
         )
     if record.revision not in history:
-        known = git_text(
+        known = config.git_text(
             repository, "cat-file", "-e", "--end-of-options", f"{record.revision}^{{commit}}"
         )
         where = "is not on the main branch" if known is not None else "is not in this clone"
@@ -305,7 +293,7 @@ def verify_bytes(
         return _not(verification, f"an overlay this repository never released as +{record.label}")
     if (
         overlay is not None
-        and hashlib.sha256(read_file(overlay, what="--overlay")).hexdigest()
+        and hashlib.sha256(config.read_file(overlay, what="--overlay")).hexdigest()
         != record.overlay_sha256
     ):
         raise PatchError(
@@ -314,9 +302,9 @@ def verify_bytes(
 
     # 3. The base, by the recorded name and sha256.
     if base_wheel is None:
-        request = BaseRequest(base_version, distribution=str(name.name))
+        request = config.BaseRequest(base_version, distribution=str(name.name))
         base_wheel = cached_base(request, official, record.base_sha256, cache_dir)
-    base_data = read_file(base_wheel, what="the base wheel")
+    base_data = config.read_file(base_wheel, what="the base wheel")
     if hashlib.sha256(base_data).hexdigest() != record.base_sha256:
         raise PatchError(
             f"the base wheel {base_wheel} is not the one the record names (sha256 "
@@ -324,19 +312,19 @@ def verify_bytes(
         )
 
     # 4. The rebuild, and the bytes compared.
-    if record.tool_sha256 == tool_sha256():
+    if record.tool_sha256 == provenance.tool_sha256():
         verification.lines.append(
             f"rebuilt here, by this tool (the one revision {record.revision[:12]} built with)"
         )
         origin = Origin(
             record.label,
-            SourceRevision(record.revision, False),
+            provenance.SourceRevision(record.revision, False),
             record.tool_sha256,
             record.source_date_epoch,
         )
         rebuilt = patch_wheel(
             BaseWheel(base_data, official),
-            overlay_from_bytes(overlay_data, OVERLAY_PATH),
+            overlay_from_bytes(overlay_data, config.OVERLAY_PATH),
             origin=origin,
         ).data
     else:
@@ -357,5 +345,5 @@ def verify_bytes(
 
 def verify_file(path: Path, **options: object) -> Verification:
     """:func:`verify_bytes` of the file at ``path``, read once within the cap."""
-    data = read_file(path, what="the patched wheel", cap=MAX_WHEEL_BYTES)
+    data = config.read_file(path, what="the patched wheel", cap=config.MAX_WHEEL_BYTES)
     return verify_bytes(data, path.name, **options)  # type: ignore[arg-type]

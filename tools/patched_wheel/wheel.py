@@ -41,8 +41,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from . import PatchError
-from .config import MiB
+from . import PatchError, config
 
 DateTime = Tuple[int, int, int, int, int, int]
 
@@ -162,7 +161,7 @@ class BaseWheel:
         """The bytes of ``member``, decompressed and CRC-checked by zipfile, at most ``cap``."""
         info = self.by_name[member]
         if info.file_size > cap:
-            raise self.refused(f"{member} is larger than {cap // MiB} MiB")
+            raise self.refused(f"{member} is larger than {cap // config.MiB} MiB")
         try:
             with self.zip.open(info) as stream:
                 return stream.read(info.file_size + 1)
@@ -180,7 +179,9 @@ class BaseWheel:
         """RECORD's rows: path -> (hash, size)."""
         try:
             rows = list(
-                csv.reader(io.StringIO(self.read(f"{self.dist_info}/RECORD", 16 * MiB).decode()))
+                csv.reader(
+                    io.StringIO(self.read(f"{self.dist_info}/RECORD", 16 * config.MiB).decode())
+                )
             )
         except (UnicodeDecodeError, csv.Error) as error:
             raise self.refused(f"its RECORD cannot be read ({error})") from None
