@@ -45,13 +45,13 @@ if __package__ in (None, ""):  # run as ``python tools/patched_wheel``: load the
     sys.exit(_main())
 
 from . import PatchError  # noqa: E402
-from . import config
+from . import config  # noqa: E402
 from .index import write_simple_index  # noqa: E402
 from .lock import load_lock, open_base, refresh_lock  # noqa: E402
 from .matrix import build_matrix, matrix_document, requests_for, summary, update_docs  # noqa: E402
 from .patch import build_patched_wheel, read_overlay  # noqa: E402
 from .provenance import format_record  # noqa: E402
-from .releases import register_overlay, release_label  # noqa: E402
+from .releases import label_parts, register_overlay, release_label  # noqa: E402
 from .verify import SHOWN_DIFFERENCES, read_record, verify_bytes, verify_file  # noqa: E402
 
 
@@ -116,7 +116,13 @@ def _matrix(args: argparse.Namespace) -> int:
     config.write_text_atomically(args.out / "supported_matrix.json", document)
     print(summary(entries))
     print(f"wheels and supported_matrix.json in {args.out}")
-    if any(entry.patched_wheel for entry in entries):
+    label = matrix_document(entries)["local_label"]
+    if isinstance(label, str) and label_parts(label)[1] is not None:
+        print(
+            f"no simple index: +{label} is a development build, which no index lists",
+            file=sys.stderr,
+        )
+    elif any(entry.patched_wheel for entry in entries):
         try:
             print(f"simple index in {write_simple_index(args.out, check=_listing_check(args))}")
         except PatchError as error:
