@@ -304,3 +304,34 @@ def test_index_lists_no_development_build(released: Released) -> None:
     done = run_tool(repo, "index", str(wheel.parent), "--lock", str(lock), "--cache", str(cache))
     assert done.returncode == 1 and "a development build" in done.stderr
     assert not (wheel.parent / "simple").exists()
+
+
+def test_an_edited_sdist_builds_a_development_wheel(released: Released, tmp_path: Path) -> None:
+    """The sdist's revision file vouches for its files by sha256: an edited overlay inside
+    it is not the revision's, whatever the file's dirty flag says."""
+    import tarfile
+
+    repo, base, lock, cache = released
+    script = (
+        "import sys; sys.argv=['x']; from patched_wheel.backend import build_sdist; "
+        f"print(build_sdist({str(tmp_path)!r}))"
+    )
+    import subprocess
+    import sys
+
+    env = {
+        "PYTHONPATH": str(repo / "tools"),
+        "TORCHTRT_BASE_VERSION": "2.14.0",
+        "PATH": "/usr/bin:/bin",
+    }
+    name = subprocess.run([sys.executable, "-c", script], cwd=repo, env=env, check=True,
+                          capture_output=True, text=True).stdout.strip()  # fmt: skip
+    with tarfile.open(tmp_path / name) as archive:
+        archive.extractall(tmp_path / "sdist")
+    tree = tmp_path / "sdist" / name[: -len(".tar.gz")]
+    overlay = tree / OVERLAY_PATH
+    clean = build(tree, base, lock)
+    overlay.write_bytes(overlay.read_bytes() + b"\n# edited in the sdist\n")
+    edited = build(tree, base, lock)
+    assert ".dev" not in clean.name and ".dev" in edited.name, (clean.name, edited.name)
+    assert "overlay and tool: yes" in run_tool(tree, "provenance", str(edited)).stdout
