@@ -21,7 +21,7 @@ from patched_wheel.lock import Lock
 from patched_wheel.patch import Origin, patch_wheel
 from patched_wheel.provenance import SourceRevision
 from patched_wheel.splice import overlay_from_bytes
-from patched_wheel.verify import differences, verify_bytes
+from patched_wheel.verify import Verification, differences, verify_bytes
 from patched_wheel.wheel import BaseWheel
 
 Released = Tuple[Path, Path, Path, Path]
@@ -87,6 +87,13 @@ def test_development_labels_sort_below_releases() -> None:
     )
 
 
+def judge(released: Released, data: bytes, name: str) -> Verification:
+    """verify's judgement of the wheel ``data`` named ``name``, in the release repository."""
+    repo, _, lock, cache = released
+    wheels = json.loads(lock.read_text())["wheels"]
+    return verify_bytes(data, name, lock=Lock(wheels), cache_dir=cache, repository=repo)
+
+
 def crafted(base: Path, label: str, revision: str) -> Tuple[str, bytes]:
     """A wheel with the record a build of ``label`` at ``revision`` would write."""
     data = base.read_bytes()
@@ -104,13 +111,7 @@ def test_a_relabelled_number_was_never_released(released: Released, number: str)
     repo, base, lock, cache = released
     head = git(repo, "rev-parse", "HEAD").strip()
     name, data = crafted(base, f"memfix1.{number}", head)
-    result = verify_bytes(
-        data,
-        name,
-        lock=Lock(json.loads(lock.read_text())["wheels"]),
-        cache_dir=cache,
-        repository=repo,
-    )
+    result = judge(released, data, name)
     assert not result.verified and "never released as +memfix1." in result.verdict
 
 
@@ -132,13 +133,7 @@ def test_an_overlay_only_off_main_was_never_released(released: Released, where: 
         revision = git(repo, "rev-parse", "HEAD").strip()
         git(repo, "reset", "-q", "--hard", "HEAD~1")
     name, data = crafted(base, "memfix1.3", revision)
-    result = verify_bytes(
-        data,
-        name,
-        lock=Lock(json.loads(lock.read_text())["wheels"]),
-        cache_dir=cache,
-        repository=repo,
-    )
+    result = judge(released, data, name)
     assert not result.verified and "is not on the main branch" in result.verdict
 
 
@@ -160,13 +155,7 @@ def rezipped(data: bytes, mode_of: str = "", mode: int = 0) -> bytes:
 def test_a_rezipped_wheel_is_same_files_different_bytes(released: Released) -> None:
     repo, base, lock, cache = released
     wheel = build(repo, base, lock)
-    result = verify_bytes(
-        rezipped(wheel.read_bytes()),
-        wheel.name,
-        lock=Lock(json.loads(lock.read_text())["wheels"]),
-        cache_dir=cache,
-        repository=repo,
-    )
+    result = judge(released, rezipped(wheel.read_bytes()), wheel.name)
     assert not result.verified
     assert any("same files, different bytes" in line for line in result.lines)
 
@@ -176,13 +165,7 @@ def test_a_changed_mode_is_named(released: Released, member: str, mode: int) -> 
     repo, base, lock, cache = released
     wheel = build(repo, base, lock)
     data = rezipped(wheel.read_bytes(), member, mode)
-    result = verify_bytes(
-        data,
-        wheel.name,
-        lock=Lock(json.loads(lock.read_text())["wheels"]),
-        cache_dir=cache,
-        repository=repo,
-    )
+    result = judge(released, data, wheel.name)
     assert not result.verified
     assert any(line.startswith(f"  {member}: mode {mode:o}") for line in result.lines)
 
