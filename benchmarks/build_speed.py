@@ -1,175 +1,208 @@
-"""How long the patched-wheel build takes: one wheel, ``pip wheel .``, and the whole matrix.
+"""How long the patched-wheel tool takes, against a plain read of the base, side by side.
 
 Usage (from the repository root)::
 
-    python benchmarks/build_speed.py [--repeat 5] [--skip-matrix]
+    python benchmarks/build_speed.py [--repeat 7] [--skip-matrix] [--with-tests]
 
-Figures:
+Figures (issue 24's four, each with its ratio or target):
 
-* ``one_wheel``: the official wheel of the default release for this Python and platform,
-  already downloaded, read and verified (:func:`read_base`) and patched
-  (:func:`build_patched_wheel`), in process (median and range of ``--repeat`` runs);
-* ``download``: pip downloading that base into an empty folder, once, its HTTP cache off;
-* ``pip_wheel``: ``pip wheel . --no-deps -w <tmp>`` end to end, once (isolated build
-  environment included, base cached);
-* ``matrix``: every supported release x platform x Python PyPI has, bases cached.
+* ``plain_read``: the official wheel of the default release for this Python and platform,
+  cached, opened with ``zipfile`` and every member read and hashed (sha256): the floor;
+* ``one_wheel``: that base read, checked against the lock and patched, in process, the
+  call-site cache cleared first (as a fresh process has it) (target: at most 1.5 x
+  ``plain_read``); runs alternate with ``plain_read`` so both see one machine;
+* ``verify``: ``verify`` of the released patched wheel in a temporary repository whose main
+  branch holds this tree's tool and overlay (target: at most 2 x ``plain_read``);
+* ``matrix``: every wheel the lock holds for the supported releases, platforms and Pythons,
+  bases cached (target: at most 15 s);
+* ``pip_wheel``: ``pip wheel . --no-deps`` end to end, base cached (pip's isolated build);
+* ``test_command`` (``--with-tests``): the README's test command, ``python -m pytest``
+  (target: at most 90 s on this 2-core machine type).
 
-Prints a table and writes ``benchmarks/results/build_speed.json``. Not a test: the figures
-depend on the machine and the network.
+Prints a table and writes ``benchmarks/results/build_speed.json`` through the harness (with
+its provenance). Not a test: the figures depend on the machine.
 """
 
 from __future__ import annotations
 
 import argparse
-import platform
+import hashlib
+import importlib.util
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from importlib import metadata
+import zipfile
 from pathlib import Path
-from typing import Dict, List
+from types import ModuleType
+from typing import Any, Callable, Dict, List
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+RESULTS = ROOT / "benchmarks" / "results" / "build_speed.json"
 
-import harness  # noqa: E402  (benchmarks/harness.py: provenance and the atomic save)
-from patched_wheel.base import read_base  # noqa: E402
-from patched_wheel.build import build_patched_wheel  # noqa: E402
-from patched_wheel.download import pip_download  # noqa: E402
-from patched_wheel.lock import load_lock  # noqa: E402
-from patched_wheel.matrix import build_matrix, requests_for  # noqa: E402
-from patched_wheel.overlay import read_overlay  # noqa: E402
-from patched_wheel.paths import DEFAULT_CACHE_DIR  # noqa: E402
-from patched_wheel.policy import (  # noqa: E402
+
+def _load(name: str, path: Path, package: bool = False) -> ModuleType:
+    """A module by its location (the tool as the package ``patched_wheel``; the harness)."""
+    locations = [str(path.parent)] if package else None
+    spec = importlib.util.spec_from_file_location(name, path, submodule_search_locations=locations)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_load("patched_wheel", ROOT / "tools" / "patched_wheel" / "__init__.py", package=True)
+harness = _load("harness", ROOT / "benchmarks" / "harness.py")
+from patched_wheel.config import (  # noqa: E402
+    DEFAULT_CACHE_DIR,
     DEFAULT_RELEASE,
+    OVERLAY_PATH,
     PLATFORMS,
     PYTHONS,
     SUPPORTED_RELEASES,
+    TOOL_PATH,
+    BaseChoice,
+    BaseRequest,
 )
-from patched_wheel.request import BaseRequest  # noqa: E402
-from patched_wheel.resolve import ensure_cached  # noqa: E402
-
-RESULTS = ROOT / "benchmarks" / "results" / "build_speed.json"
-
-SOURCE_BUILD_NOTE = (
-    "Not measured here: a source build of upstream needs Bazel, the CUDA toolkit, libtorch "
-    "and the TensorRT SDK, and compiles the C++ runtime and converters; none of that can be "
-    "installed on this machine. The patched build needs Python, pip and packaging only."
-)
+from patched_wheel.lock import load_lock, open_base  # noqa: E402
+from patched_wheel.matrix import build_matrix, requests_for  # noqa: E402
+from patched_wheel.patch import build_patched_wheel  # noqa: E402
+from patched_wheel.splice import _calls as call_sites_cache  # noqa: E402
+from patched_wheel.verify import verify_file  # noqa: E402
 
 
-def _seconds(start: float) -> float:
-    return round(time.perf_counter() - start, 3)
+def _median(runs: List[float]) -> float:
+    return round(statistics.median(runs), 4)
 
 
-def time_one_wheel(repeat: int) -> Dict[str, object]:
+def plain_read(path: Path) -> None:
+    """The floor: every member of the wheel read and hashed with zipfile."""
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            hashlib.sha256(archive.read(info)).digest()
+
+
+def _timed(function: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
+
+
+def _release_repository(folder: Path) -> Path:
+    """This tree's tool and overlay committed on ``main`` of a new repository, released."""
+    repo = folder / "repo"
+    shutil.copytree(
+        ROOT / TOOL_PATH, repo / TOOL_PATH, ignore=shutil.ignore_patterns("__pycache__")
+    )
+    (repo / OVERLAY_PATH).parent.mkdir(parents=True)
+    shutil.copy(ROOT / OVERLAY_PATH, repo / OVERLAY_PATH)
+    git = ["git", "-c", "user.name=b", "-c", "user.email=b@b", "-C", str(repo)]
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    tool = [sys.executable, str(repo / TOOL_PATH)]
+    subprocess.run(tool + ["register-overlay"], check=True, capture_output=True)
+    subprocess.run(git + ["add", "-A"], check=True)
+    subprocess.run(git + ["commit", "-qm", "release"], check=True)
+    return repo
+
+
+def time_side_by_side(repeat: int) -> Dict[str, Any]:
+    """plain read, one wheel, verify: alternated, ``repeat`` runs each."""
     lock = load_lock()
-    base = ensure_cached(BaseRequest(DEFAULT_RELEASE), lock=lock, cache_dir=DEFAULT_CACHE_DIR)
-    runs: List[float] = []
-    with tempfile.TemporaryDirectory() as out:
-        for _ in range(repeat):
-            start = time.perf_counter()
-            wheel = read_base(base, lock=lock)
-            build_patched_wheel(wheel, out_dir=Path(out), overlay=read_overlay())
-            runs.append(_seconds(start))
-    return {
-        "base_wheel": base.name,
-        "base_mib": round(base.stat().st_size / 2**20, 1),
-        "what": "read_base (read once, lock, every check) + build_patched_wheel, in process",
-        "runs_s": runs,
-        "median_s": round(statistics.median(runs), 3),
-    }
-
-
-def time_download() -> Dict[str, object]:
-    """From the index into an empty folder, as the build downloads (pip's cache off)."""
+    request = BaseRequest(DEFAULT_RELEASE)
+    base = open_base(BaseChoice(request), lock=lock, cache_dir=DEFAULT_CACHE_DIR)
+    path = DEFAULT_CACHE_DIR / base.filename
+    runs: Dict[str, List[float]] = {"plain_read": [], "one_wheel": [], "verify": []}
     with tempfile.TemporaryDirectory() as folder:
-        start = time.perf_counter()
-        _, name = pip_download(BaseRequest(DEFAULT_RELEASE), Path(folder))
-        return {"base_wheel": name, "seconds": _seconds(start), "pip_cache": "off"}
+        repo = _release_repository(Path(folder))
+        built = subprocess.run(
+            [sys.executable, str(repo / TOOL_PATH), "build", "--base-wheel", str(path), "--out", folder],
+            check=True, capture_output=True, text=True,
+        )  # fmt: skip
+        released = Path(built.stdout.strip())
+        for _ in range(repeat):
+            call_sites_cache.cache_clear()  # each build as a fresh process makes it
+            runs["plain_read"].append(_timed(lambda: plain_read(path)))
+            runs["one_wheel"].append(
+                _timed(lambda: build_patched_wheel(
+                    open_base(BaseChoice(request), lock=lock, cache_dir=DEFAULT_CACHE_DIR),
+                    out_dir=Path(folder) / "one"))  # fmt: skip
+            )
+            call_sites_cache.cache_clear()
+            verification: List[Any] = []
+            runs["verify"].append(
+                _timed(
+                    lambda: verification.append(verify_file(released, lock=lock, repository=repo))
+                )
+            )
+            assert verification[0].verified, verification[0].verdict
+    floor = _median(runs["plain_read"])
+    figures: Dict[str, Any] = {
+        "base_wheel": base.filename,
+        "base_mib": round(path.stat().st_size / 2**20, 1),
+    }
+    for name, times in runs.items():
+        figures[name] = {"runs_s": [round(t, 4) for t in times], "median_s": _median(times)}
+        if name != "plain_read":
+            figures[name]["ratio_to_plain_read"] = round(_median(times) / floor, 2)
+    figures["one_wheel"]["target_ratio"], figures["verify"]["target_ratio"] = 1.5, 2.0
+    figures["verify"]["what"] = "verify_file of the released wheel, rebuilt in process"
+    return figures
 
 
-def time_pip_wheel() -> Dict[str, object]:
-    with tempfile.TemporaryDirectory() as out:
-        command = [sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "-w", out, "-q"]
-        start = time.perf_counter()
-        subprocess.run(command, cwd=ROOT, check=True)
-        return {"command": "pip wheel . --no-deps -w <tmp>", "seconds": _seconds(start)}
-
-
-def time_matrix() -> Dict[str, object]:
+def time_matrix() -> Dict[str, Any]:
     requests = requests_for(SUPPORTED_RELEASES, PLATFORMS, PYTHONS)
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
         entries = build_matrix(
             requests, out_dir=Path(out), cache_dir=DEFAULT_CACHE_DIR, lock=load_lock()
         )
-        total = _seconds(start)
+        total = round(time.perf_counter() - start, 2)
     built = [e for e in entries if e.error is None]
-    return {
-        "command": "python tools/patched_wheel matrix (bases cached, index listed once)",
-        "wheels": len(built),
-        "failed": len(entries) - len(built),
-        "total_s": total,
-        "build_s_per_wheel": round(sum(e.seconds for e in built) / max(1, len(built)), 3),
-    }
+    return {"command": "build_matrix (python tools/patched_wheel matrix), bases cached",
+            "wheels": len(built), "failed": len(entries) - len(built), "total_s": total,
+            "target_s": 15, "build_s_per_wheel": round(total / max(1, len(built)), 3)}  # fmt: skip
 
 
-def _version(name: str) -> str:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return "not installed"
+def time_command(command: List[str], what: str) -> Dict[str, Any]:
+    start = time.perf_counter()
+    completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    seconds = round(time.perf_counter() - start, 2)
+    return {"command": what, "seconds": seconds, "exit_status": completed.returncode}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--skip-matrix", action="store_true")
+    parser.add_argument("--with-tests", action="store_true", help="also time python -m pytest")
     args = parser.parse_args()
     record = harness.provenance()
-
-    figures: Dict[str, object] = {
-        "one_wheel": time_one_wheel(args.repeat),
-        "download": time_download(),
-        "pip_wheel": time_pip_wheel(),
-    }
+    figures = time_side_by_side(args.repeat)
+    with tempfile.TemporaryDirectory() as out:
+        pip = [sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "-q", "-w", out]
+        figures["pip_wheel"] = time_command(pip, "pip wheel . --no-deps -w <tmp>")
     if not args.skip_matrix:
         figures["matrix"] = time_matrix()
-
-    one = figures["one_wheel"]
-    assert isinstance(one, dict)
-    rows = [
-        ("one patched wheel (base cached), median", f"{one['median_s']:.2f} s"),
-        ("download of the base by pip", f"{figures['download']['seconds']:.2f} s"),  # type: ignore[index]
-        ("pip wheel . end to end (base cached)", f"{figures['pip_wheel']['seconds']:.2f} s"),  # type: ignore[index]
-    ]
+    if args.with_tests:
+        figures["test_command"] = time_command(
+            [sys.executable, "-m", "pytest", "-q"], "python -m pytest"
+        )
+        figures["test_command"]["target_s"] = 90
+    rows = [(f"{name} (median)", figures[name]["median_s"], figures[name].get("ratio_to_plain_read", 1.0))
+            for name in ("plain_read", "one_wheel", "verify")]  # fmt: skip
+    for label, seconds, ratio in rows:
+        print(f"{label:<24} {seconds:8.3f} s   x{ratio:.2f} of the plain read")
+    for name in ("pip_wheel", "test_command"):
+        if name in figures:
+            print(f"{name:<24} {figures[name]['seconds']:8.2f} s")
     if "matrix" in figures:
-        matrix = figures["matrix"]
-        assert isinstance(matrix, dict)
-        rows.append(
-            (
-                f"whole matrix, {matrix['wheels']} wheels (bases cached)",
-                f"{matrix['total_s']:.1f} s",
-            )
+        print(
+            f"matrix, {figures['matrix']['wheels']} wheels  {figures['matrix']['total_s']:8.2f} s"
         )
-        rows.append(
-            ("  build time per wheel in the matrix", f"{matrix['build_s_per_wheel']:.2f} s")
-        )
-    width = max(len(label) for label, _ in rows)
-    for label, value in rows:
-        print(f"{label:<{width}}  {value:>9}")
-
-    document = {
-        "platform": platform.platform(),
-        "versions": {name: _version(name) for name in ("pip", "setuptools", "packaging")},
-        "figures": figures,
-        "source_build_of_upstream": SOURCE_BUILD_NOTE,
-    }
-    harness.save_result(RESULTS, "build_speed", document, record)
+    harness.save_result(RESULTS, "build_speed", {"figures": figures}, record)
     print(f"wrote {RESULTS.relative_to(ROOT)}")
     return 0
 

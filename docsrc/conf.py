@@ -60,11 +60,10 @@ def _supported_releases() -> list[str]:
 
 def _overlay_label() -> str:
     """The label the build gives the overlay as it is (its number in the registry of released
-    overlays), from the build tool itself: the rule is written once, in ``labels.py``."""
-    from patched_wheel.build import current_label
-    from patched_wheel.overlay import read_overlay
+    overlays), from the build tool itself: the rule is written once, in ``releases.py``."""
+    from patched_wheel.patch import current_label
 
-    return current_label(read_overlay(OVERLAY))
+    return current_label(OVERLAY)
 
 
 def _build_requirements() -> str:
@@ -91,8 +90,10 @@ def _overlay_constant(name: str) -> int:
 
 
 def _wheel_limit(name: str) -> int:
-    """A size limit of the build's wheel reader (``tools/patched_wheel/wheelfile.py``)."""
-    return _int_constant(PATCHED_WHEEL / "wheelfile.py", name)
+    """A size limit of the build's wheel reader (``tools/patched_wheel/wheel.py``, the file
+    cap in ``config.py``)."""
+    module = "config.py" if name == "MAX_WHEEL_BYTES" else "wheel.py"
+    return _int_constant(PATCHED_WHEEL / module, name)
 
 
 def _splice_limit(name: str) -> int:

@@ -29,8 +29,13 @@ BUILD_REQUIREMENTS_DIR = REPOSITORY / ".cache" / "build-requirements"
 def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
     offline = bool(os.environ.get("PIP_NO_INDEX"))
     for item in items:
-        if FETCHING_FIXTURES & set(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if FETCHING_FIXTURES & fixtures:
             item.add_marker(pytest.mark.network)
+        if {"installed_releases", "patched_wheels", "index_wheels"} & fixtures:
+            # One worker builds, installs and probes them once (a session fixture per worker
+            # would do it on every worker at once).
+            item.add_marker(pytest.mark.xdist_group("installed"))
         if offline and item.get_closest_marker("pypi") is not None:
             item.add_marker(pytest.mark.skip(reason="asks the live PyPI; this run is offline"))
 

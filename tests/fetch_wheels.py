@@ -4,61 +4,73 @@
     PIP_NO_INDEX=1 UV_OFFLINE=1 python -m pytest      # then, with no network at all
 
 It puts every official wheel the tests use into the build's cache (``.cache/base-wheels``,
-checked against the lock as the build checks it), and the wheels of the build's own
+pinned by the lock's sha256 as the build fetches them), and the wheels of the build's own
 requirements (``build-system.requires``: packaging, pip) into ``.cache/build-requirements``,
-where the tests' isolated builds (``pip wheel .`` as the README runs it) find them: the tests'
-``conftest.py`` adds that folder to ``PIP_FIND_LINKS``. Tests that ask the
-live PyPI what it offers now (marker ``pypi``) are skipped when ``PIP_NO_INDEX`` is set.
+where the tests' isolated builds find them (the tests' ``conftest.py`` adds that folder to
+``PIP_FIND_LINKS``). The tool and the tests' helpers are loaded by their location.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import List
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent / "tools"), str(HERE / "patched_wheel"), str(HERE / "installed")]
 
-from installed_helpers import INDEX_BASES, releases_to_test  # noqa: E402
+
+def _load(name: str, path: Path, package: bool = False) -> ModuleType:
+    locations = [str(path.parent)] if package else None
+    spec = importlib.util.spec_from_file_location(name, path, submodule_search_locations=locations)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_load("patched_wheel", HERE.parent / "tools" / "patched_wheel" / "__init__.py", package=True)
 from patched_wheel import PatchError  # noqa: E402
+from patched_wheel.config import (  # noqa: E402
+    DEFAULT_CACHE_DIR,
+    DEFAULT_RELEASE,
+    REPOSITORY,
+    SUPPORTED_RELEASES,
+    BaseRequest,
+)
+from patched_wheel.fetch import cached_base  # noqa: E402
 from patched_wheel.lock import load_lock  # noqa: E402
-from patched_wheel.paths import DEFAULT_CACHE_DIR, REPOSITORY  # noqa: E402
-from patched_wheel.policy import DEFAULT_RELEASE, SUPPORTED_RELEASES  # noqa: E402
-from patched_wheel.request import BaseRequest  # noqa: E402
-from patched_wheel.resolve import ensure_cached  # noqa: E402
-from wheel_helpers import TEST_PLATFORM, TEST_PYTHON, UNSUPPORTED_RELEASE  # noqa: E402
 
-# Where the tests' isolated builds find packaging and pip without an index.
+installed_helpers = _load("installed_helpers", HERE / "installed" / "installed_helpers.py")
+
 BUILD_REQUIREMENTS_DIR = REPOSITORY / ".cache" / "build-requirements"
 BUILD_REQUIREMENTS = ("packaging>=24", "pip")
 
 
 def wheels_the_tests_use() -> List[BaseRequest]:
     """Every official wheel a test or fixture takes from the cache (``None``: running)."""
-    requests = [BaseRequest(r, TEST_PLATFORM, TEST_PYTHON) for r in SUPPORTED_RELEASES]
-    requests += [BaseRequest(UNSUPPORTED_RELEASE, TEST_PLATFORM, TEST_PYTHON)]
-    requests += [BaseRequest("2.14.0", "win_amd64", TEST_PYTHON)]  # CRLF sources, test_build
-    # test_entry_points: the running platform and Python, and the variables' cases.
-    requests += [BaseRequest(r) for r in (DEFAULT_RELEASE, "2.13.0", *releases_to_test())]
-    requests += [BaseRequest("2.12.1", None, "3.11"), BaseRequest("2.11.0", None, None)]
-    requests += [
-        BaseRequest("2.11.0", "manylinux_2_28_aarch64", "3.12"),
-        BaseRequest("2.14.0", "win_amd64", "3.11"),
-    ]
-    return requests + list(INDEX_BASES)
+    requests = [BaseRequest(r, "manylinux_2_28_x86_64", "3.11") for r in SUPPORTED_RELEASES]
+    requests += [BaseRequest("2.14.0", "win_amd64", "3.11"), BaseRequest(DEFAULT_RELEASE)]
+    requests += [BaseRequest(r) for r in installed_helpers.releases_to_test()]
+    return requests + list(installed_helpers.INDEX_BASES)
 
 
 def fetch_bases() -> int:
     """Fetch the official wheels into the cache; the number of failures."""
     lock, failures = load_lock(), 0
     for request in dict.fromkeys(wheels_the_tests_use()):
+        name = lock.official_name(request)
+        if name is None:
+            print(f"skipped {request.describe()}: {lock.unknown_request(request)}")
+            continue
         try:
-            print(ensure_cached(request, lock=lock, cache_dir=DEFAULT_CACHE_DIR).name)
-        except PatchError as error:  # e.g. a Python or platform PyPI has no wheel for
-            print(f"skipped {request.describe()}: {error}")
-            failures += "lock has no" not in str(error) and "not built for" not in str(error)
+            print(cached_base(request, name, lock.wheels[name], DEFAULT_CACHE_DIR).name)
+        except PatchError as error:
+            print(f"failed {request.describe()}: {error}")
+            failures += 1
     return failures
 
 

@@ -1,12 +1,15 @@
 """Fixtures of the installed-package, index and verify tests (helpers in ``installed_helpers``).
 
 Patched wheels are built once per session and shared; the releases under test are built,
-installed and probed in parallel (each probe is a subprocess of its own), which halves the
-time on CI's two cores.
+installed and probed in parallel (each probe is a subprocess of its own), once per run: under
+pytest-xdist the first worker to ask does it, under a file lock, and the others read its
+report (``-n auto`` would otherwise probe every release on every worker at once).
 """
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
@@ -20,7 +23,7 @@ from installed_helpers import (
     probe,
     releases_to_test,
 )
-from patched_wheel.request import BaseRequest
+from patched_wheel.config import BaseRequest
 
 
 @dataclass(frozen=True)
@@ -47,13 +50,29 @@ def installed_releases(
         patched = patched_wheels.of(BaseRequest(release))
         if patched is None:
             return None
-        target = tmp_path_factory.mktemp(f"installed-{release}")
+        target = shared / f"installed-{release}"
         hidden = install(patched, target)
-        out = tmp_path_factory.mktemp(f"probe-{release}") / "report.json"
-        return InstalledRelease(target, hidden, probe(target, out))
+        return InstalledRelease(target, hidden, probe(target, shared / f"probe-{release}.json"))
 
-    releases = releases_to_test()
-    return dict(zip(releases, in_parallel(install_and_probe, releases)))
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "installed"
+    shared.mkdir(exist_ok=True)
+    with open(shared / ".lock", "w") as lock:
+        try:
+            import fcntl
+
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        except ImportError:  # Windows: every worker probes for itself
+            pass
+        done = shared / "releases.json"
+        if done.exists():
+            found = json.loads(done.read_text())
+            return {r: f and InstalledRelease(Path(f[0]), f[1], f[2]) for r, f in found.items()}
+        releases = releases_to_test()
+        installed = dict(zip(releases, in_parallel(install_and_probe, releases)))
+        rows = {r: i and [str(i.target), i.hidden, i.report] for r, i in installed.items()}
+        done.write_text(json.dumps(rows))
+        return installed
 
 
 @pytest.fixture(scope="session")

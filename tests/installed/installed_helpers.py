@@ -13,17 +13,13 @@ import os
 import subprocess
 import sys
 import threading
-import zipfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
-from patched_wheel.build import build_patched_wheel
-from patched_wheel.lock import load_lock
-from patched_wheel.paths import DEFAULT_CACHE_DIR, DEFAULT_OVERLAY
-from patched_wheel.request import BaseRequest
-from patched_wheel.resolve import fetch_base, official_name
-from patched_wheel.wheelfile import record_hash
+from patched_wheel.config import DEFAULT_CACHE_DIR, DEFAULT_OVERLAY, BaseChoice, BaseRequest
+from patched_wheel.lock import load_lock, open_base
+from patched_wheel.patch import build_patched_wheel
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -65,9 +61,9 @@ class PatchedWheels:
         """The patched wheel of ``request``'s official wheel; ``None`` if PyPI has none (the
         lock, refreshed from PyPI, knows no such file)."""
         lock = load_lock()
-        if official_name(request, lock) is None:
+        if lock.official_name(request) is None:
             return None
-        base = fetch_base(request, lock=lock, cache_dir=DEFAULT_CACHE_DIR)
+        base = open_base(BaseChoice(request), lock=lock, cache_dir=DEFAULT_CACHE_DIR)
         with self._lock:
             future = self._building.get(base.filename)
             owner = future is None
@@ -161,38 +157,15 @@ INDEX_BASES = (
 )
 
 
-def rewrite_wheel(
-    source: Path,
-    dest: Path,
-    change: Callable[[Dict[str, bytes]], None],
-    *,
-    update_record: bool = True,
-) -> Path:
-    """A copy of a wheel with its members changed by ``change`` (and RECORD made to match)."""
-    with zipfile.ZipFile(source) as archive:
-        members = {name: archive.read(name) for name in archive.namelist()}
-    record = next(name for name in members if name.endswith(".dist-info/RECORD"))
-    change(members)
-    if update_record:
-        files = {n: d for n, d in members.items() if n != record and not n.endswith("/")}
-        rows = [f"{n},{record_hash(d)},{len(d)}" for n, d in files.items()]
-        members[record] = ("\n".join(rows + [f"{record},,"]) + "\n").encode()
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return dest
-
-
 def plain_index(folder: Path) -> Path:
     """``folder/simple``: the pages of the wheels in ``folder``, as PyPI would serve them.
 
     Made directly, not by ``index`` (which lists only this fork's verified patched wheels), for
     tests that need an index of any wheels, official ones included, to see what pip picks.
     """
-    from patched_wheel.index import index_pages, read_indexed_wheel
+    from patched_wheel.index import index_pages, indexed_wheel
 
-    wheels = [read_indexed_wheel(path) for path in sorted(folder.glob("*.whl"))]
+    wheels = [indexed_wheel(path.read_bytes(), path.name) for path in sorted(folder.glob("*.whl"))]
     for relative, page in index_pages(wheels).items():
         (folder / "simple" / relative).parent.mkdir(parents=True, exist_ok=True)
         (folder / "simple" / relative).write_text(page)

@@ -1,70 +1,48 @@
-"""Fixtures of the patched-wheel build's tests (helpers in ``wheel_helpers``).
-
-The official wheels the tests need are fetched once, up front, by the session fixture
-``base_wheels``; every test that uses them then runs offline. Tests that reach the package
-index themselves are marked ``network``.
-"""
+"""Fixtures of the tool's tests: the official wheels (network), synthetic ones, a release repo."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from types import ModuleType
-from typing import Callable, Dict, Iterator, Mapping, Optional
+from typing import Dict, Tuple
 
 import pytest
-from patched_wheel.overlay import load_overlay
-from patched_wheel.policy import SUPPORTED_RELEASES
-from wheel_helpers import UNSUPPORTED_RELEASE, fetch, make_wheel
-
-BUILD_VARIABLES = (
-    "TORCHTRT_BASE_WHEEL",
-    "TORCHTRT_BASE_VERSION",
-    "TORCHTRT_BASE_PLATFORM",
-    "TORCHTRT_BASE_PYTHON",
-    "TORCHTRT_BASE_UNLOCKED",
-    "SOURCE_DATE_EPOCH",
-)
+from helpers import make_wheel, release_repo, write_lock
+from patched_wheel.config import DEFAULT_CACHE_DIR, SUPPORTED_RELEASES, VARIABLES, BaseRequest
+from patched_wheel.fetch import cached_base
+from patched_wheel.lock import load_lock
+from patched_wheel.splice import load_overlay
 
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """No build variable of the caller's shell leaks into a test."""
-    for name in BUILD_VARIABLES:
+    for name in (*VARIABLES, "SOURCE_DATE_EPOCH"):
         monkeypatch.delenv(name, raising=False)
+
+
+def fetch(release: str, python: str = "3.11", platform: str = "manylinux_2_28_x86_64") -> Path:
+    request = BaseRequest(release, platform, python)
+    lock = load_lock()
+    name = lock.official_name(request)
+    assert name is not None
+    return cached_base(request, name, lock.wheels[name], DEFAULT_CACHE_DIR)
 
 
 @pytest.fixture(scope="session")
 def base_wheels() -> Dict[str, Path]:
-    """Release -> official wheel (cp311, manylinux_2_28_x86_64) for every supported release."""
+    """Release -> official wheel (cp311, manylinux_2_28_x86_64) of every supported release."""
     return {release: fetch(release) for release in SUPPORTED_RELEASES}
 
 
 @pytest.fixture(scope="session")
-def unsupported_wheel() -> Path:
-    return fetch(UNSUPPORTED_RELEASE)
-
-
-@pytest.fixture(scope="session")
 def overlay_module() -> ModuleType:
-    """The overlay imported on its own (it needs torch only)."""
     return load_overlay()
 
 
 @pytest.fixture
-def synthetic_wheel(tmp_path: Path) -> Callable[..., Path]:
-    """Make small wheels in a folder of their own: ``synthetic_wheel(files, **options)``."""
-    folder = tmp_path / "bases"
-    folder.mkdir()
-
-    def make(files: Optional[Mapping[str, bytes]] = None, **options: object) -> Path:
-        return make_wheel(folder, files, **options)  # type: ignore[arg-type]
-
-    return make
-
-
-@pytest.fixture
-def out_dir(tmp_path: Path) -> Iterator[Path]:
-    """An empty output folder; the test may check it stays empty on refusal."""
-    folder = tmp_path / "dist"
-    folder.mkdir()
-    yield folder
+def released(tmp_path: Path) -> Tuple[Path, Path, Path, Path]:
+    """(release repo, synthetic base, its lock file, the cache holding it)."""
+    cache = tmp_path / "cache"
+    base = make_wheel(cache)
+    return release_repo(tmp_path), base, write_lock(tmp_path / "lock.json", base), cache

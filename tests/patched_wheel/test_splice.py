@@ -13,11 +13,17 @@ from typing import Dict, List
 
 import pytest
 from patched_wheel import PatchError
-from patched_wheel.callsites import find_call_sites, signature_from_ast
-from patched_wheel.paths import DEFAULT_OVERLAY as OVERLAY
-from patched_wheel.policy import SUPPORTED_RELEASES
-from patched_wheel.splice import check_splice, parse_overlay, splice_functions
-from wheel_helpers import TARGET
+from patched_wheel.config import DEFAULT_OVERLAY as OVERLAY
+from patched_wheel.config import SUPPORTED_RELEASES, TARGET
+from patched_wheel.splice import (
+    check_call_sites,
+    check_splice,
+    parse_overlay,
+    signature_from_ast,
+    source_lines,
+    source_segment,
+    splice_functions,
+)
 
 
 def assert_splice(base: str, overlay: str, expected: str) -> None:
@@ -218,19 +224,15 @@ def test_unreplaced_nodes_keep_their_source(
     replaced = {d.name for d in parse_overlay(overlay_source).definitions}
 
     def segments(source: str) -> List[str]:
-        kept = []
-        for node in ast.parse(source).body:
-            if getattr(node, "name", None) in replaced:
-                continue
-            segment = ast.get_source_segment(source, node)
-            assert segment is not None
-            kept.append(segment)
-        return kept
+        lines = source_lines(source)  # split once: ast.get_source_segment splits per call
+        nodes = ast.parse(source).body
+        return [source_segment(lines, n) for n in nodes if getattr(n, "name", None) not in replaced]
 
     before = segments(base)
     after = segments(result)
     # What the splice added (imports, constants, new functions) is extra; all else is equal.
-    assert [segment for segment in after if segment in before] == before
+    kept = set(before)
+    assert [segment for segment in after if segment in kept] == before
 
 
 @releases
@@ -275,19 +277,20 @@ def test_missing_imports_are_carried(
 
 @releases
 def test_every_call_site_binds_to_the_overlay(
-    release: str, upstream_sources: Dict[str, Dict[str, str]], overlay_module: ModuleType
+    release: str, upstream_sources: Dict[str, Dict[str, str]], overlay_source: str
 ) -> None:
     sources = {path: text.encode() for path, text in upstream_sources[release].items()}
-    sites = find_call_sites(sources, ["deallocate_module", "release_host_and_device_memory"])
-    assert {site.name for site in sites} == {
-        "deallocate_module",
-        "release_host_and_device_memory",
-    }
-    for site in sites:
-        signature = inspect.signature(getattr(overlay_module, site.name))
-        signature.bind(*[object()] * site.positional, **{k: object() for k in site.keywords})
-    if release == "2.10.0":
-        assert any("delete_module" in site.keywords for site in sites)
+    functions = [
+        f for f in parse_overlay(overlay_source).functions if f.name == "deallocate_module"
+    ]
+    assert check_call_sites(sources, functions, wheel=release) >= 1
+
+
+def test_a_call_that_does_not_fit_is_named() -> None:
+    overlay = parse_overlay("def deallocate_module(module):\n    pass\n")
+    sources = {"torch_tensorrt/x.py": b"deallocate_module(m, delete_module=True)\n"}
+    with pytest.raises(PatchError, match=r"x.py:1: deallocate_module\(\.\.\.\) does not fit"):
+        check_call_sites(sources, overlay.functions, wheel="w")
 
 
 def test_signature_from_the_ast_matches_the_imported_overlay(

@@ -11,7 +11,7 @@ from types import ModuleType
 from typing import Iterator
 
 import pytest
-from patched_wheel.overlay import load_overlay
+from patched_wheel.splice import load_overlay
 
 
 @pytest.fixture

@@ -3,8 +3,8 @@
 ``pip wheel .``, ``pip install .``, ``python -m build`` and ``uv build`` / ``uv pip install .``
 call these hooks (``pyproject.toml``: ``build-backend = "patched_wheel.backend"``). Nothing is
 compiled: :func:`build_wheel` hands the base that the environment chooses
-(:mod:`patched_wheel.choice`) to :func:`patched_wheel.make.make_patched_wheel`, the function the
-command line's ``build`` calls too, so every route gives the same bytes.
+(:mod:`.config`) to :func:`.lock.open_base` and :func:`.patch.build_patched_wheel`, the
+functions the command line's ``build`` calls too, so every route gives the same bytes.
 
 * :func:`prepare_metadata_for_build_wheel` answers with the METADATA the patched wheel will
   carry (the official wheel's, with the patched version), so that pip resolves torch and
@@ -19,7 +19,7 @@ command line's ``build`` calls too, so every route gives the same bytes.
   there is no source tree of it to edit in place.
 
 The base is chosen by the environment only (``TORCHTRT_BASE_*``, see
-:mod:`patched_wheel.choice`); ``config_settings`` are not read. A refusal is one line,
+:mod:`.config`); ``config_settings`` are not read. A refusal is one line,
 ``error: ...``, and the hook exits with status 1.
 """
 
@@ -31,34 +31,16 @@ import io
 import os
 import tarfile
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple, Union
 
-from patched_wheel import PatchError
-from patched_wheel.build import current_label
-from patched_wheel.choice import choice_from_environment
-from patched_wheel.console import escaped, logging_configured
-from patched_wheel.files import Interrupted
-from patched_wheel.lock import load_lock
-from patched_wheel.make import make_patched_wheel, patched_metadata
-from patched_wheel.overlay import read_overlay
-from patched_wheel.paths import DEFAULT_OVERLAY, LOCK_FILE, REPOSITORY
-from patched_wheel.plan import patched_version
-from patched_wheel.provenance import REVISION_FILE, write_revision_file
-from patched_wheel.request import BaseChoice
-from patched_wheel.wheelfile import parse_wheel_name
-
-__all__ = [
-    "build_editable",
-    "build_sdist",
-    "build_wheel",
-    "get_requires_for_build_editable",
-    "get_requires_for_build_sdist",
-    "get_requires_for_build_wheel",
-    "prepare_metadata_for_build_editable",
-    "prepare_metadata_for_build_wheel",
-    "sdist_version",
-]
+from . import PatchError, config
+from .fetch import installed_request
+from .lock import load_lock, open_base
+from .patch import build_origin, build_patched_wheel, patch_wheel, patched_version, read_overlay
+from .provenance import REVISION_FILE, write_revision_file
+from .wheel import parse_wheel_name
 
 ConfigSettings = Optional[Dict[str, Union[str, List[str], None]]]
 
@@ -79,12 +61,12 @@ EDITABLE_REFUSED = (
 @contextlib.contextmanager
 def _one_line_errors() -> Iterator[None]:
     """A refusal as one ``error: ...`` line and exit status 1, with the build's log lines."""
-    with logging_configured():
+    with config.logging_configured():
         try:
             yield
         except PatchError as error:
-            raise SystemExit(f"error: {escaped(str(error))}") from None
-        except Interrupted as error:
+            raise SystemExit(f"error: {config.escaped(str(error))}") from None
+        except config.Interrupted as error:
             raise SystemExit(f"error: {error.describe()}") from None
 
 
@@ -103,8 +85,11 @@ def prepare_metadata_for_build_wheel(
 ) -> str:
     """Write ``<name>-<version>.dist-info/METADATA`` as the patched wheel will carry it."""
     with _one_line_errors():
-        choice = choice_from_environment(os.environ)
-        dist_info, metadata = patched_metadata(choice, lock=load_lock())
+        base = open_base(config.choice_from_environment(os.environ), lock=load_lock())
+        overlay, data = read_overlay()
+        patched = patch_wheel(base, overlay, origin=build_origin(data))
+        dist_info = patched.filename.split("-")[0] + "-" + patched.record.version + ".dist-info"
+        metadata = zipfile.ZipFile(io.BytesIO(patched.data)).read(f"{dist_info}/METADATA")
     folder = Path(metadata_directory) / dist_info
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "METADATA").write_bytes(metadata)
@@ -118,30 +103,38 @@ def build_wheel(
 ) -> str:
     """Write the patched wheel of the chosen base into ``wheel_directory``; its file name."""
     with _one_line_errors():
-        choice = choice_from_environment(os.environ)
-        patched = make_patched_wheel(choice, out_dir=Path(wheel_directory), lock=load_lock())
+        base = open_base(config.choice_from_environment(os.environ), lock=load_lock())
+        patched = build_patched_wheel(base, out_dir=Path(wheel_directory))
         print(f"patched wheel: {patched.name}")
     return patched.name
 
 
-def sdist_version(choice: BaseChoice) -> str:
+def sdist_version(choice: config.BaseChoice) -> str:
     """The patched version of the chosen base, known without the network."""
-    label = current_label(read_overlay())
+    label = build_origin(read_overlay()[1]).label
     if choice.wheel is not None:
         return patched_version(parse_wheel_name(choice.wheel.name).written_version, label)
+    if choice.request.release == config.INSTALLED:
+        return patched_version(installed_request(unlocked=choice.unlocked).release, label)
     return patched_version(choice.request.release, label)
 
 
 def _sdist_sources(revision_folder: Path) -> List[Tuple[str, Path]]:
     """(path in the sdist, file) of everything the build needs to run again, sorted."""
-    tool = LOCK_FILE.parent
-    files = [(name, REPOSITORY / name) for name in SDIST_FILES if (REPOSITORY / name).is_file()]
+    tool = config.LOCK_FILE.parent
+    files = [
+        (name, config.REPOSITORY / name)
+        for name in SDIST_FILES
+        if (config.REPOSITORY / name).is_file()
+    ]
     files += [
-        (path.relative_to(REPOSITORY).as_posix(), path)
+        (path.relative_to(config.REPOSITORY).as_posix(), path)
         for path in tool.rglob("*")
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
     ]
-    files.append((DEFAULT_OVERLAY.relative_to(REPOSITORY).as_posix(), DEFAULT_OVERLAY))
+    files.append(
+        (config.DEFAULT_OVERLAY.relative_to(config.REPOSITORY).as_posix(), config.DEFAULT_OVERLAY)
+    )
     files.append((REVISION_FILE, revision_folder / REVISION_FILE))
     return sorted(files)
 
@@ -183,7 +176,7 @@ def _write_sdist(path: Path, top: str, members: List[Tuple[str, bytes]], mtime: 
 def build_sdist(sdist_directory: str, config_settings: ConfigSettings = None) -> str:
     """Write ``torch_tensorrt-<patched version>.tar.gz`` into ``sdist_directory``."""
     with _one_line_errors():
-        version = sdist_version(choice_from_environment(os.environ))
+        version = sdist_version(config.choice_from_environment(os.environ))
     top = f"torch_tensorrt-{version}"
     epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
     mtime = int(epoch) if epoch.isdigit() else SDIST_DEFAULT_MTIME

@@ -1,38 +1,30 @@
-"""The lock of the official wheels: the sha256 of each ``torch-tensorrt`` wheel on PyPI.
+"""The lock of the official wheels: the sha256 of each wheel on PyPI, and the base it pins.
 
-The lock is a JSON file in the repository (:data:`~patched_wheel.paths.LOCK_FILE`) mapping
-each official wheel's file name, which names its release, Python and platform, to its sha256.
-It is the build's source of trust: a base the lock does not know is refused unless the user
-opts in, and a release, platform and Python the lock knows is accepted only as the very file
-the lock names. This module only reads and checks; ``patched_wheel.refresh`` rewrites it from
-the index.
+The lock (:data:`~.config.LOCK_FILE`) maps each official wheel's file name, which names its
+distribution, release, Python and platform, to its sha256. It is the build's source of
+trust: a base the lock does not know is refused unless the user opts in, and a release,
+platform and Python the lock knows is accepted only as the very file the lock names.
+:func:`open_base` is the one way from the user's choice to a base wheel: read once, checked
+against the lock, then opened. :func:`refresh_lock` rewrites the lock from fresh downloads.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import FrozenSet, List, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from packaging.tags import Tag
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-from packaging.version import InvalidVersion, Version
-from patched_wheel import PatchError
-from patched_wheel.files import write_text_atomically
-from patched_wheel.paths import LOCK_FILE
-from patched_wheel.policy import (
-    FIXES,
-    PROJECT,
-    SUPPORTED_RELEASES,
-    UNLOCKED_OPT_IN,
-    supported_releases_text,
-)
-from patched_wheel.request import BaseRequest, platforms_serving
-from patched_wheel.wheelfile import is_wheel_filename
+from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.version import Version
 
-__all__ = ["Lock", "load_lock", "write_lock"]
+from . import PatchError, config
+from .fetch import cached_base, installed_request, pip_download, unlocked_base
+from .wheel import BaseWheel, is_wheel_filename
 
 logger = logging.getLogger(__name__)
 
@@ -48,15 +40,13 @@ class Lock:
 
     wheels: Mapping[str, str]
 
-    def official_name(self, version: str, tags: FrozenSet[Tag]) -> Optional[str]:
-        """The file name of the official wheel of ``version`` for one of ``tags``, if locked.
-
-        ``tags`` are in no order: the first file name in sorted order wins, as for any two
-        official wheels of one release serving the same tag (there are none today).
-        """
+    def official_name(self, request: config.BaseRequest) -> Optional[str]:
+        """The file name of the locked wheel serving ``request`` (the first in sorted order)."""
+        wanted = request.acceptable_tags()
         for name in sorted(self.wheels):
-            if _same_release(name, version, tags):
-                return name
+            if _serves(name, request.distribution, Version(request.release)):
+                if parse_wheel_filename(name)[3] & wanted:
+                    return name
         return None
 
     def check(self, filename: str, sha256: str, *, unlocked: bool) -> None:
@@ -75,7 +65,15 @@ class Lock:
                     "in the lock; this is not the official file, delete it and download it again"
                 )
             return
-        known = self._same_release_as(filename)
+        name, version, _, tags = parse_wheel_filename(filename)
+        known = next(
+            (
+                n
+                for n in sorted(self.wheels)
+                if _serves(n, name, version) and parse_wheel_filename(n)[3] & tags
+            ),
+            None,
+        )
         if known is not None:
             raise PatchError(
                 f"{filename}: the lock knows this release, platform and Python as {known}, and "
@@ -86,8 +84,9 @@ class Lock:
             raise PatchError(
                 f"{filename} is not in the lock of official wheels, so the build cannot check "
                 f"that it is the official file; choose a supported release "
-                f"({supported_releases_text()}) or, for a wheel you trust from another index "
-                f"(such as a CUDA variant 2.x.y+cu128), {UNLOCKED_OPT_IN}"
+                f"({config.supported_releases_text()}) or, for a wheel you trust from another "
+                "index "
+                f"(such as a CUDA variant 2.x.y+cu128), {config.UNLOCKED_OPT_IN}"
             )
         logger.warning(
             "%s is not in the lock of official wheels; building it unchecked, as asked "
@@ -95,99 +94,70 @@ class Lock:
             filename,
         )
 
-    def _tags_of(self, release: str) -> List[Tag]:
-        """Every tag of the locked wheels of ``release``."""
-        return [
+    def unknown_request(self, request: config.BaseRequest) -> str:
+        """Why the lock has no wheel for ``request``, and what it has instead (one line),
+        told before any network."""
+        tags = [
             tag
             for name in self.wheels
-            if is_wheel_filename(name) and parse_wheel_filename(name)[1] == Version(release)
+            if _serves(name, request.distribution, Version(request.release))
             for tag in parse_wheel_filename(name)[3]
         ]
-
-    def unknown_request(self, request: BaseRequest) -> str:
-        """Why the lock has no wheel for ``request``, and what it has instead (one line).
-
-        Told before any network: an unsupported release (too old for the fixes' hooks, or
-        unknown), or a platform or Python the release's official wheels lack.
-        """
-        tags = self._tags_of(request.release)
-        if not tags or Version(request.release) < Version(SUPPORTED_RELEASES[0]):
-            return _unknown_release(request.release)
+        version = Version(request.release)
+        if not tags and version < Version(config.SUPPORTED_RELEASES[0]):
+            return (
+                f"{request.distribution} {request.release} is older than "
+                f"{config.SUPPORTED_RELEASES[0]}"
+                f", the first release the lock holds and a fix applies to, so it cannot be "
+                f"patched; supported base releases are {config.supported_releases_text()}"
+            )
+        if not tags and version.local is not None:
+            return (
+                f"{request.distribution} {request.release} is a variant that the lock of "
+                "official wheels does not know (it holds PyPI's wheels only); for a wheel you "
+                f"trust from another index, {config.UNLOCKED_OPT_IN}"
+            )
+        if not tags:
+            return (
+                f"{request.distribution} {request.release} is not a supported base release; "
+                f"supported base releases are {config.supported_releases_text()} (a newer upstream "
+                f"release needs the lock refreshed: 'python tools/patched_wheel lock --release "
+                f"{request.release}')"
+            )
+        served = set(config.platforms_serving(request.platform))
         platforms = sorted({tag.platform for tag in tags})
-        if not set(platforms_serving(request.platform)) & set(platforms):
+        if not served & set(platforms):
             asked = repr(request.platform) if request.platform else "this platform"
             return (
-                f"the official wheels of {PROJECT} {request.release} are not built for {asked};"
-                f" their platforms are {', '.join(platforms)}: set TORCHTRT_BASE_PLATFORM (or "
-                "--platform) to one of them"
+                f"the official wheels of {request.distribution} {request.release} are not built"
+                f" for {asked}; their platforms are {', '.join(platforms)}: set "
+                "TORCHTRT_BASE_PLATFORM (or --platform) to one of them"
             )
-        served = set(platforms_serving(request.platform))
-        pythons = sorted({_python_of(t) for t in tags if t.platform in served}, key=_python_key)
+        pythons = sorted(
+            {f"3.{t.interpreter[3:]}" for t in tags if t.platform in served}, key=config.python_key
+        )
         asked = f"Python {request.python}" if request.python else "this Python"
         return (
-            f"the official wheels of {PROJECT} {request.release} are not built for {asked} on "
-            f"{request.platform or 'this platform'}; their Pythons there are "
+            f"the official wheels of {request.distribution} {request.release} are not built for "
+            f"{asked} on {request.platform or 'this platform'}; their Pythons there are "
             f"{', '.join(pythons)}: set TORCHTRT_BASE_PYTHON (or --python) to one of them"
         )
 
-    def _same_release_as(self, filename: str) -> Optional[str]:
-        try:
-            _, version, _, tags = parse_wheel_filename(filename)
-        except (InvalidWheelFilename, InvalidVersion):
-            return None
-        return self.official_name(str(version), tags)
+
+def _serves(name: str, distribution: str, version: Version) -> bool:
+    """Whether the locked file ``name`` is of this distribution and release."""
+    project, locked_version, _, _ = parse_wheel_filename(name)
+    return project == canonicalize_name(distribution) and locked_version == version
 
 
-def _same_release(name: str, version: str, tags: FrozenSet[Tag]) -> bool:
-    try:
-        _, locked_version, _, locked_tags = parse_wheel_filename(name)
-        return locked_version == Version(version) and bool(locked_tags & tags)
-    except (InvalidWheelFilename, InvalidVersion):
-        return False
-
-
-def _python_of(tag: Tag) -> str:
-    return f"{tag.interpreter[2]}.{tag.interpreter[3:]}"
-
-
-def _python_key(python: str) -> Tuple[int, ...]:
-    return tuple(int(part) for part in python.split("."))
-
-
-def _unknown_release(release: str) -> str:
-    """Why a release no locked wheel has is refused: too old for the fixes, a variant of
-    another index, or unknown."""
-    hooks = ", ".join(" or ".join(names) for fix in FIXES for names in fix.alternatives())
-    first = SUPPORTED_RELEASES[0]
-    version = Version(release)
-    if version < Version(first):
-        return (
-            f"{PROJECT} {release} is older than {first}, the first release with every function "
-            f"the fixes hook into ({hooks}), so it cannot be patched; supported base releases "
-            f"are {supported_releases_text()}"
-        )
-    if version.local is not None:
-        return (
-            f"{PROJECT} {release} is a variant that the lock of official wheels does not know (it"
-            f" holds PyPI's wheels only); for a wheel you trust from another index, "
-            f"{UNLOCKED_OPT_IN}"
-        )
-    return (
-        f"{PROJECT} {release} is not a supported base release; supported base releases are "
-        f"{supported_releases_text()} (a newer upstream release needs the lock refreshed: "
-        f"'python tools/patched_wheel lock --release {release}')"
-    )
-
-
-def load_lock(path: Path = LOCK_FILE) -> Lock:
-    """The lock at ``path``.
-
-    Raises:
-        PatchError: If the file is missing or is not a lock.
-    """
+def load_lock(path: Path = config.LOCK_FILE) -> Lock:
+    """The lock at ``path``; one line if it is missing or not a lock."""
     try:
         wheels = json.loads(path.read_text(encoding="utf-8"))["wheels"]
-        return Lock({str(name): str(digest) for name, digest in wheels.items()})
+        lock = Lock({str(name): str(digest) for name, digest in wheels.items()})
+        if not all(map(is_wheel_filename, lock.wheels)):
+            raise ValueError("a key is not a wheel file name")
+        return lock
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
         raise PatchError(
             f"{path}: not a lock file ({error!r}); restore it from git or refresh it with "
@@ -195,7 +165,82 @@ def load_lock(path: Path = LOCK_FILE) -> Lock:
         ) from None
 
 
-def write_lock(wheels: Mapping[str, str], path: Path = LOCK_FILE) -> None:
-    """Write the lock, sorted by file name (a readable diff), through a temporary file."""
-    document = {"about": _ABOUT, "wheels": dict(sorted(wheels.items()))}
-    write_text_atomically(path, json.dumps(document, indent=2) + "\n")
+def open_base(
+    choice: config.BaseChoice, *, lock: Lock, cache_dir: Path = config.DEFAULT_CACHE_DIR
+) -> BaseWheel:
+    """The base the user chose (a wheel file, or a release fetched into the cache), read
+    once, checked against the lock (or, unlocked, against its own RECORD), then opened."""
+    request = choice.request
+    if choice.wheel is not None:
+        data, filename = config.read_file(choice.wheel, what=choice.wheel_source), choice.wheel.name
+    else:
+        if request.release == config.INSTALLED:
+            request = installed_request(unlocked=choice.unlocked)
+        name = lock.official_name(request)
+        if name is not None:
+            path = cached_base(request, name, lock.wheels[name], cache_dir)
+            data, filename = config.read_file(path, what="the cached base wheel"), name
+        elif choice.unlocked:
+            data, filename = unlocked_base(request, cache_dir)
+        else:
+            raise PatchError(lock.unknown_request(request))
+    if not is_wheel_filename(filename):
+        raise PatchError(
+            f"{filename!r} is not a wheel file name; pass the wheel as pip downloaded it"
+        )
+    if canonicalize_name(parse_wheel_filename(filename)[0]) not in config.DISTRIBUTIONS:
+        raise PatchError(
+            f"{filename} is not a {config.DISTRIBUTIONS[0]} wheel; give an official one"
+        )
+    lock.check(filename, hashlib.sha256(data).hexdigest(), unlocked=choice.unlocked)
+    base = BaseWheel(data, filename)
+    if filename not in lock.wheels:
+        base.validate_record()  # an unlocked base: checked by nothing but its own RECORD
+    return base
+
+
+def refresh_lock(
+    requests: Sequence[config.BaseRequest], *, path: Path = config.LOCK_FILE, jobs: int = 4
+) -> Lock:
+    """Record the sha256 of a fresh download of every requested official wheel pip finds
+    (pip checks each against the index's listed hash); entries of other releases are kept.
+    Only when every request was answered is the lock written.
+
+    Raises:
+        PatchError: If any download failed otherwise than "no such wheel"; the lock is unchanged.
+    """
+    old = load_lock(path) if path.exists() else Lock({})
+
+    def fetch(request: config.BaseRequest) -> Tuple[Optional[Tuple[str, str]], str]:
+        with tempfile.TemporaryDirectory(prefix="patched-wheel-lock-") as folder:
+            try:
+                wheel = pip_download(request, Path(folder))
+            except PatchError as error:
+                missing = "No matching distribution" in str(error)  # pip's words for "none"
+                return None, "" if missing else f"{request.describe()}: {error}"
+            if parse_wheel_filename(wheel.name)[1] != Version(request.release):
+                return None, ""  # pip's == took a variant: not the release itself
+            digest = hashlib.sha256(
+                config.read_file(wheel, what="the downloaded wheel")
+            ).hexdigest()
+            return (wheel.name, digest), ""
+
+    wheels: Dict[str, str] = {}
+    problems: List[str] = []
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for found, problem in pool.map(fetch, requests):
+            if found is not None:
+                logger.info("%s  %s", found[1], found[0])
+                wheels[found[0]] = found[1]
+            elif problem:
+                problems.append(problem)
+    if problems:
+        raise PatchError(
+            f"{len(problems)} wheel(s) could not be checked, so the lock is left unchanged:\n"
+            + "\n".join(f"  {problem}" for problem in problems)
+        )
+    releases = {Version(request.release) for request in requests}
+    kept = {n: d for n, d in old.wheels.items() if parse_wheel_filename(n)[1] not in releases}
+    document = {"about": _ABOUT, "wheels": dict(sorted({**kept, **wheels}.items()))}
+    config.write_text_atomically(path, json.dumps(document, indent=2) + "\n")
+    return Lock({**kept, **wheels})

@@ -1,57 +1,41 @@
-"""The release command: patched wheels for every release, platform and Python the index has.
+"""The release command: patched wheels for every release, platform and Python the lock holds.
 
-It asks the index once for its list of files (a combination the index lacks is skipped),
-fetches every base the lock knows into the cache (in parallel), builds a patched wheel from
-each into one folder, logs a line per wheel and prints a table at the end, and writes
-``supported_matrix.json`` beside the wheels. With ``update_docs`` it also rewrites the
+The lock lists every official wheel (``lock`` refreshes it from the index), so the matrix is
+the lock's files that serve the requested releases, platforms and Pythons: each is fetched
+into the cache where missing (in parallel, pinned by sha256), patched into one folder with
+one overlay and one origin, a line logged per wheel and a table printed at the end, and
+``supported_matrix.json`` written beside the wheels. With ``update_docs`` it also rewrites the
 committed ``docsrc/_data/supported_matrix.json`` and the README's table between its markers,
-so the supported table is produced by this command, never typed by hand; it does so only when
-every wheel was checked and built, so that a failure never leaves a partial table.
+only when every wheel was built, so a failure never leaves a partial table.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import logging
+import multiprocessing
+import os
+import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
-from patched_wheel import PatchError
-from patched_wheel.base import read_base
-from patched_wheel.build import build_origin, build_patched_wheel
-from patched_wheel.download import IndexFile, index_files, index_url
-from patched_wheel.files import write_text_atomically
-from patched_wheel.labels import split_label
-from patched_wheel.lock import Lock
-from patched_wheel.overlay import read_overlay
-from patched_wheel.plan import BuildOrigin
-from patched_wheel.refresh import indexed_name
-from patched_wheel.request import BaseRequest
-from patched_wheel.resolve import ensure_cached, usable_cache
-from patched_wheel.splice import OverlayParts
-from patched_wheel.wheelfile import parse_wheel_name
-
-__all__ = [
-    "END_MARKER",
-    "MatrixEntry",
-    "START_MARKER",
-    "build_matrix",
-    "matrix_document",
-    "readme_table",
-    "requests_for",
-    "summary",
-    "update_docs",
-]
+from . import PatchError, config
+from .fetch import cached_base, usable_cache
+from .lock import Lock
+from .patch import Origin, build_origin, patch_wheel, read_overlay
+from .releases import split_label
+from .splice import overlay_from_bytes
+from .wheel import BaseWheel, parse_wheel_name
 
 logger = logging.getLogger(__name__)
 
 START_MARKER = "<!-- supported-matrix:start -->"
 END_MARKER = "<!-- supported-matrix:end -->"
-
 PLATFORM_TITLES = {
     "manylinux_2_28_x86_64": "Linux x86_64",
     "manylinux_2_28_aarch64": "Linux aarch64",
@@ -61,7 +45,7 @@ PLATFORM_TITLES = {
 
 @dataclass(frozen=True)
 class MatrixEntry:
-    """One combination the index has: its base wheel and the patched wheel, or why it failed."""
+    """One combination the lock holds: its base wheel and the patched wheel, or why it failed."""
 
     release: str
     platform: str
@@ -72,103 +56,103 @@ class MatrixEntry:
     error: Optional[str] = None
 
 
-def _fetch(
-    found: Sequence[Tuple[BaseRequest, str]],
-    lock: Lock,
-    cache_dir: Path,
-    jobs: int,
-    listing: Tuple[str, Mapping[str, IndexFile]],
-) -> List[Tuple[BaseRequest, str, Optional[Path], Optional[str]]]:
-    """(request, base name, cached path or None, error or None) for each base, in order.
-
-    ``listing`` is the index and its list of files, asked for once.
-    """
-    index, files = listing
-
-    def fetch(
-        item: Tuple[BaseRequest, str],
-    ) -> Tuple[BaseRequest, str, Optional[Path], Optional[str]]:
-        try:
-            path = ensure_cached(item[0], lock=lock, cache_dir=cache_dir, index=index, files=files)
-            return item[0], item[1], path, None
-        except PatchError as error:
-            return item[0], item[1], None, str(error)
-
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(fetch, found))
-
-
-def _build_one(
-    path: Path, lock: Lock, out_dir: Path, overlay: OverlayParts, origin: BuildOrigin
-) -> Tuple[Optional[str], Optional[str]]:
-    """(patched wheel's name, None) or (None, why it failed)."""
-    try:
-        base = read_base(path, lock=lock, what="the cached base wheel")
-        patched = build_patched_wheel(base, out_dir=out_dir, overlay=overlay, origin=origin)
-        return patched.name, None
-    except PatchError as error:
-        return None, str(error)
+def requests_for(
+    releases: Sequence[str],
+    platforms: Sequence[str],
+    pythons: Sequence[str],
+    distribution: str = "torch-tensorrt",
+) -> List[config.BaseRequest]:
+    """Every combination of releases, platforms and Python versions."""
+    return [
+        config.BaseRequest(r, p, v, distribution)
+        for r, p, v in itertools.product(releases, platforms, pythons)
+    ]
 
 
 def build_matrix(
-    requests: Sequence[BaseRequest],
+    requests: Sequence[config.BaseRequest],
     *,
     out_dir: Path,
     cache_dir: Path,
     lock: Lock,
-    overlay: Optional[OverlayParts] = None,
+    overlay_path: Optional[Path] = None,
     jobs: int = 4,
-    index: Optional[str] = None,
 ) -> List[MatrixEntry]:
-    """Build the patched wheel of every base in ``requests`` that the index has.
-
-    Raises:
-        PatchError: If the cache folder cannot be used (nothing is fetched).
-        IndexUnreachable: If the index's list of files cannot be had (nothing is built).
-    """
+    """Build the patched wheel of every locked base that serves one of ``requests``."""
+    # 1. The bases the lock holds for the requests, each once, fetched where missing.
     usable_cache(cache_dir)
-    index = index or index_url()
-    files = index_files(index)
-    found = [(r, n) for r in requests for n in [indexed_name(r, files)] if n is not None]
-    fetched = _fetch(found, lock, cache_dir, jobs, (index, files))
-    overlay = overlay or read_overlay()
-    origin = build_origin(overlay)  # one for every wheel
+    found: Dict[str, config.BaseRequest] = {}
+    for request in requests:
+        name = lock.official_name(request)
+        if name is not None:
+            found.setdefault(name, request)
+
+    def fetch(item: Tuple[str, config.BaseRequest]) -> Tuple[Optional[Path], Optional[str]]:
+        try:
+            return cached_base(item[1], item[0], lock.wheels[item[0]], cache_dir), None
+        except PatchError as error:
+            return None, str(error)
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        fetched = list(pool.map(fetch, found.items()))
+
+    # 2. One overlay and one origin for every wheel; each base read once, checked and patched
+    # in a process per core (the splice is Python, bound by one core each).
+    overlay_data = read_overlay(overlay_path or config.DEFAULT_OVERLAY)[1]
+    origin = build_origin(overlay_data)
+    work = [
+        (path, name, lock.wheels[name], overlay_data, origin, out_dir)
+        for (name, _), (path, _) in zip(found.items(), fetched)
+    ]
+    if sys.platform == "linux":  # forked workers share the loaded tool, however it was loaded
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(os.cpu_count() or 1, mp_context=context) as workers:
+            built = list(workers.map(_patch_one, work))
+    else:
+        built = [_patch_one(item) for item in work]
     entries = []
-    for number, (request, name, path, error) in enumerate(fetched, start=1):
-        entry = _entry(request, name, path, error, (lock, out_dir, overlay, origin))
+    for number, ((name, request), (_, error), (patched, failure, seconds)) in enumerate(
+        zip(found.items(), fetched, built), 1
+    ):
+        error = error or failure
+        entry = MatrixEntry(
+            request.release,
+            str(request.platform),
+            str(request.python),
+            name,
+            patched,
+            seconds,
+            error,
+        )
         entries.append(entry)
-        if entry.error is None:
-            logger.info(
-                "[%3d/%d] %s (%.2f s)", number, len(fetched), entry.patched_wheel, entry.seconds
-            )
+        if error is None:
+            logger.info("[%3d/%d] %s (%.2f s)", number, len(found), patched, seconds)
         else:
-            logger.info("[%3d/%d] FAILED %s: %s", number, len(fetched), name, entry.error)
+            logger.info("[%3d/%d] FAILED %s: %s", number, len(found), name, error)
     return entries
 
 
-def _entry(
-    request: BaseRequest,
-    name: str,
-    path: Optional[Path],
-    error: Optional[str],
-    build: Tuple[Lock, Path, OverlayParts, BuildOrigin],
-) -> MatrixEntry:
-    """The entry of one base: built from its cached ``path``, or failed with ``error``."""
+def _patch_one(
+    item: Tuple[Optional[Path], str, str, bytes, Origin, Path],
+) -> Tuple[Optional[str], Optional[str], float]:
+    """(patched wheel's name, why it failed, seconds) of one cached base (in a worker)."""
+    path, name, sha256, overlay_data, origin, out_dir = item
     start = time.perf_counter()
-    patched = None
-    if path is not None:
-        patched, error = _build_one(path, *build)
-    seconds = time.perf_counter() - start
-    platform, python = str(request.platform), str(request.python)
-    return MatrixEntry(request.release, platform, python, name, patched, seconds, error)
+    if path is None:
+        return None, None, 0.0
+    try:
+        data = config.read_file(path, what="the cached base wheel")
+        Lock({name: sha256}).check(name, hashlib.sha256(data).hexdigest(), unlocked=False)
+        overlay = overlay_from_bytes(overlay_data, "the overlay")
+        wheel = patch_wheel(BaseWheel(data, name), overlay, origin=origin)
+        config.write_atomically(out_dir / wheel.filename, wheel.data)
+        return wheel.filename, None, time.perf_counter() - start
+    except PatchError as error:
+        return None, str(error), time.perf_counter() - start
 
 
-def _python_key(python: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in python.split("."))
-
-
-def _release_key(release: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in release.split("."))
+def _release_key(release: str) -> Tuple[int, ...]:
+    return tuple(int(part) for part in release.split("+")[0].split("."))
 
 
 def _built_label(entries: Sequence[MatrixEntry]) -> Optional[str]:
@@ -186,7 +170,7 @@ def matrix_document(entries: Sequence[MatrixEntry]) -> Dict[str, object]:
     label those wheels carry (read from their names, so it is the overlay that built them)."""
     releases: Dict[str, List[Dict[str, object]]] = {}
     for entry in sorted(
-        entries, key=lambda e: (_release_key(e.release), e.platform, _python_key(e.python))
+        entries, key=lambda e: (_release_key(e.release), e.platform, config.python_key(e.python))
     ):
         row: Dict[str, object] = {
             "platform": entry.platform,
@@ -219,7 +203,7 @@ def readme_table(entries: Sequence[MatrixEntry]) -> str:
                     for e in entries
                     if e.release == release and e.platform == platform and e.error is None
                 ),
-                key=_python_key,
+                key=config.python_key,
             )
             cells.append(", ".join(built) or "-")
         lines.append("| " + " | ".join(cells) + " |")
@@ -261,15 +245,5 @@ def update_docs(entries: Sequence[MatrixEntry], *, docs_matrix: Path, readme: Pa
             "supported table belongs"
         )
     block = f"{START_MARKER}\n{readme_table(entries)}\n{END_MARKER}"
-    write_text_atomically(docs_matrix, json.dumps(matrix_document(entries), indent=2) + "\n")
-    write_text_atomically(readme, text[:start] + block + text[end + len(END_MARKER) :])
-
-
-def requests_for(
-    releases: Sequence[str], platforms: Sequence[str], pythons: Sequence[str]
-) -> List[BaseRequest]:
-    """Every combination of releases, platforms and Python versions."""
-    return [
-        BaseRequest(release, platform, python)
-        for release, platform, python in itertools.product(releases, platforms, pythons)
-    ]
+    config.write_text_atomically(docs_matrix, json.dumps(matrix_document(entries), indent=2) + "\n")
+    config.write_text_atomically(readme, text[:start] + block + text[end + len(END_MARKER) :])

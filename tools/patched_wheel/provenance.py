@@ -1,12 +1,21 @@
-"""Which code made a thing: the overlay's sha256 and the repository revision it came from.
+"""Which code made a thing, and the provenance record (a CycloneDX SBOM) in every patched wheel.
 
-Shared by the build (the record inside every patched wheel) and the benchmarks (the
-``provenance`` of every result file), so that a wheel and a figure name their code the same way.
+The revision. :func:`source_revision` names the commit a tree came from and whether the
+overlay and the build tool on disk are that commit's, by bytes: each file is hashed as git
+hashes a blob and compared with the commit's tree, so an edit hidden from ``git status``
+(``git update-index --skip-worktree``) or an ``--overlay`` file other than the commit's is
+*dirty* all the same. A tree without ``.git`` (an sdist, a copy sent to another machine)
+carries :data:`REVISION_FILE`, written by :func:`write_revision_file` with the full commit id
+and the sha256 of every file it vouches for, checked again at build time; a short id, a tag or
+anything else there is refused. The benchmarks' result files use the same revision.
 
-The revision comes from git where the repository is a git checkout. Where it is not (an sdist,
-or a copy of the working tree sent to another machine without ``.git``), it comes from the file
-:data:`REVISION_FILE` at the repository's root, which whoever made the copy writes with
-:func:`write_revision_file`; without either it is ``"unknown"``.
+The record. A CycloneDX 1.6 SBOM at ``<dist-info>/sboms/patched_wheel.cdx.json`` (PEP 770's
+folder): the official wheel is the pedigree's ``ancestor`` (file name in the purl, sha256 in
+``hashes``), the revision a ``commit``, the change a ``backport``; what CycloneDX has no field
+for (overlay sha256, label, dirty, fixes, SOURCE_DATE_EPOCH) is in ``properties`` under
+``patched_wheel:``. No timestamp, no host: the record is a function of :class:`ProvenanceRecord`.
+:func:`parse_record` reads an untrusted record within a size cap and a nesting bound and
+accepts only the bytes :func:`record_bytes` writes.
 """
 
 from __future__ import annotations
@@ -14,102 +23,283 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Dict, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple
+from urllib.parse import parse_qs, quote
 
-from patched_wheel.files import write_atomically
-from patched_wheel.paths import DEFAULT_OVERLAY, REPOSITORY
+from . import PatchError, config
+from .releases import is_sha256_hex
+from .wheel import is_wheel_filename, parse_wheel_name
 
-__all__ = [
-    "REVISION_FILE",
-    "UNKNOWN",
-    "is_sha256_hex",
-    "SourceRevision",
-    "overlay_sha256",
-    "source_revision",
-    "write_revision_file",
-]
-
-# Where a copy of the repository without git keeps the revision it was copied from.
 REVISION_FILE = ".source-revision.json"
-
 UNKNOWN = "unknown"
-
-_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
-
-
-def is_sha256_hex(text: str) -> bool:
-    """Whether ``text`` is a sha256 as this repository writes one: 64 lowercase hex digits."""
-    return _SHA256_HEX.fullmatch(text) is not None
+RECORD_MEMBER = "sboms/patched_wheel.cdx.json"
+TOOL_NAME = "patched_wheel"
+# The cap on an untrusted record (a genuine one is 2 KB). Benefit: a crafted record costs at
+# most this to refuse; cost: none for any record the build writes.
+MAX_RECORD_BYTES = 64 << 10
+_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_NAMESPACE = "patched_wheel:"
+_TOOL_SOURCES = Path(__file__).resolve().parent
 
 
 @dataclass(frozen=True)
 class SourceRevision:
-    """A commit of this repository, and whether the working tree differed from it.
-
-    ``dirty`` is ``None`` where that cannot be told (no git, and no revision file saying so).
-    """
+    """A commit, and whether the overlay and tool differed from it (``None``: unknown)."""
 
     revision: str
     dirty: Optional[bool]
 
-    def as_dict(self) -> Dict[str, Union[str, Optional[bool]]]:
+    def as_dict(self) -> Dict[str, Any]:
         return asdict(self)
 
 
-def overlay_sha256(overlay: Path = DEFAULT_OVERLAY) -> str:
-    """The hex sha256 of the overlay's bytes, as they are on disk."""
+def overlay_sha256(overlay: Path = config.DEFAULT_OVERLAY) -> str:
     return hashlib.sha256(Path(overlay).read_bytes()).hexdigest()
 
 
-def _git(repository: Path, *args: str) -> Optional[str]:
-    try:
-        completed = subprocess.run(
-            ["git", "-C", str(repository), *args],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return completed.stdout
+def tool_sha256() -> str:
+    """The sha256 of the build tool's Python sources (name and bytes, in name order)."""
+    digest = hashlib.sha256()
+    for path in sorted(_TOOL_SOURCES.glob("*.py")):
+        data = path.read_bytes()
+        digest.update(f"{path.name}\0{len(data)}\0".encode("utf-8") + data)
+    return digest.hexdigest()
 
 
-def _from_git(repository: Path) -> Optional[SourceRevision]:
+def _tree_files(repository: Path, overlay: Optional[bytes]) -> Dict[str, bytes]:
+    """The files a revision vouches for, as this tree has them: the tool and the overlay."""
+    tool = repository / config.TOOL_PATH
+    files = {
+        path.relative_to(repository).as_posix(): path.read_bytes()
+        for path in sorted(tool.rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
+    }
+    overlay_file = repository.joinpath(*config.OVERLAY_PATH.split("/"))
+    files[config.OVERLAY_PATH] = overlay if overlay is not None else overlay_file.read_bytes()
+    return files
+
+
+def _blob_id(data: bytes, length: int) -> str:
+    algorithm = hashlib.sha1 if length == 40 else hashlib.sha256
+    return algorithm(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _from_git(repository: Path, overlay: Optional[bytes]) -> Optional[SourceRevision]:
     if not (repository / ".git").exists():
         return None  # not a checkout's root: git would answer for an enclosing repository
-    head = _git(repository, "rev-parse", "--verify", "HEAD")
-    status = _git(repository, "status", "--porcelain", "--untracked-files=no")
-    if head is None or status is None:
+    head = (config.git_text(repository, "rev-parse", "--verify", "HEAD") or "").strip()
+    listing = config.git_text(
+        repository,
+        "ls-tree",
+        "-r",
+        "--full-tree",
+        "HEAD",
+        "--",
+        config.TOOL_PATH,
+        config.OVERLAY_PATH,
+    )
+    if not _COMMIT.fullmatch(head) or listing is None:
         return None
-    return SourceRevision(head.strip(), bool(status.strip()))
+    rows = (line.split("\t", 1) for line in listing.splitlines() if "\t" in line)
+    committed = {path: meta.split()[2] for meta, path in rows}  # "<mode> blob <id>\t<path>"
+    on_disk = {
+        path: _blob_id(data, len(head)) for path, data in _tree_files(repository, overlay).items()
+    }
+    return SourceRevision(head, on_disk != committed)
 
 
-def _from_file(repository: Path) -> Optional[SourceRevision]:
+def _from_file(repository: Path, overlay: Optional[bytes]) -> Optional[SourceRevision]:
+    path = repository / REVISION_FILE
+    if not path.exists():
+        return None
     try:
-        recorded = json.loads((repository / REVISION_FILE).read_text(encoding="utf-8"))
-        revision, dirty = recorded["revision"], recorded["dirty"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if not isinstance(revision, str) or not (dirty is None or isinstance(dirty, bool)):
-        return None
-    return SourceRevision(revision, dirty)
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+        revision, dirty, files = recorded["revision"], recorded["dirty"], recorded.get("files")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        revision, dirty, files = None, None, None
+    if not (isinstance(revision, str) and _COMMIT.fullmatch(revision)) or dirty not in (
+        None,
+        True,
+        False,
+    ):
+        raise PatchError(
+            f"{path}: not a revision file this tool writes (it takes a full 40-hex commit id "
+            "and a dirty flag, not a short id or a tag); write it with "
+            "patched_wheel.provenance.write_revision_file, or delete it"
+        )
+    if not isinstance(files, dict):
+        return SourceRevision(revision, True if dirty else None)  # nothing to check it by
+    actual = {p: hashlib.sha256(d).hexdigest() for p, d in _tree_files(repository, overlay).items()}
+    return SourceRevision(revision, bool(dirty) or actual != files)
 
 
-def source_revision(repository: Path = REPOSITORY) -> SourceRevision:
-    """The revision of ``repository``: from git, else from its revision file, else unknown."""
-    return _from_git(repository) or _from_file(repository) or SourceRevision(UNKNOWN, None)
+def source_revision(
+    repository: Path = config.REPOSITORY, overlay: Optional[bytes] = None
+) -> SourceRevision:
+    """The revision of ``repository`` and whether ``overlay`` (default: the tree's) and the
+    tool are that revision's: from git, else from the revision file, else unknown."""
+    found = _from_git(repository, overlay) or _from_file(repository, overlay)
+    return found or SourceRevision(UNKNOWN, None)
 
 
-def write_revision_file(destination: Path, repository: Path = REPOSITORY) -> SourceRevision:
-    """Write ``repository``'s revision (from git) into ``destination``'s revision file.
-
-    For a copy of the tree that travels without ``.git`` (an sdist, another machine).
-    """
+def write_revision_file(destination: Path, repository: Path = config.REPOSITORY) -> SourceRevision:
+    """Write ``repository``'s revision (from git) and its files' sha256 into ``destination``'s
+    revision file, for a copy of the tree that travels without ``.git``."""
     revision = source_revision(repository)
-    text = json.dumps(revision.as_dict(), indent=1) + "\n"
-    write_atomically(Path(destination) / REVISION_FILE, text.encode("utf-8"))
+    files = {p: hashlib.sha256(d).hexdigest() for p, d in _tree_files(repository, None).items()}
+    document = {**revision.as_dict(), "files": files}
+    config.write_text_atomically(
+        Path(destination) / REVISION_FILE, json.dumps(document, indent=1) + "\n"
+    )
     return revision
+
+
+@dataclass(frozen=True)
+class ProvenanceRecord:
+    """What a patched wheel says of where it came from (see the module docstring)."""
+
+    version: str
+    label: str
+    base_wheel: str
+    base_sha256: str
+    overlay_sha256: str
+    revision: str
+    dirty: Optional[bool]
+    tool_sha256: str
+    fixes: Tuple[str, ...] = ()
+    source_date_epoch: Optional[str] = None
+
+
+def record_member(dist_info: str) -> str:
+    return f"{dist_info}/{RECORD_MEMBER}"
+
+
+def _purl(name: str, version: str, filename: Optional[str] = None) -> str:
+    purl = f"pkg:pypi/{name}@{quote(version, safe='')}"
+    return purl + (f"?file_name={quote(filename, safe='')}" if filename else "")
+
+
+def record_bytes(record: ProvenanceRecord) -> bytes:
+    """The record as the patched wheel holds it: sorted keys, two-space indent, UTF-8."""
+    base = parse_wheel_name(record.base_wheel)
+    values = {
+        "overlay": config.OVERLAY_PATH,
+        "overlay_sha256": record.overlay_sha256,
+        "label": record.label,
+        "revision": record.revision,
+        "dirty": UNKNOWN if record.dirty is None else str(record.dirty).lower(),
+    }
+    if record.fixes:
+        values["fixes"] = ",".join(record.fixes)
+    if record.source_date_epoch is not None:
+        values["source_date_epoch"] = record.source_date_epoch
+    ancestor = {
+        "type": "library",
+        "name": base.name,
+        "version": base.written_version,
+        "purl": _purl(base.name, base.written_version, record.base_wheel),
+        "hashes": [{"alg": "SHA-256", "content": record.base_sha256}],
+    }
+    pedigree: Dict[str, Any] = {"ancestors": [ancestor], "patches": [{"type": "backport"}]}
+    if record.revision != UNKNOWN:
+        pedigree["commits"] = [{"uid": record.revision}]
+    component = {
+        "type": "library",
+        "bom-ref": _purl(base.name, record.version),
+        "name": base.name,
+        "version": record.version,
+        "purl": _purl(base.name, record.version),
+        "pedigree": pedigree,
+        "properties": [{"name": _NAMESPACE + k, "value": v} for k, v in values.items()],
+    }
+    tool = {
+        "type": "application",
+        "name": TOOL_NAME,
+        "version": record.tool_sha256[:12],
+        "hashes": [{"alg": "SHA-256", "content": record.tool_sha256}],
+    }
+    metadata = {"component": component, "tools": {"components": [tool]}}
+    document = {"bomFormat": "CycloneDX", "specVersion": "1.6", "version": 1, "metadata": metadata}
+    return (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8")
+
+
+def _from_document(document: Any) -> ProvenanceRecord:
+    component = document["metadata"]["component"]
+    ancestor = component["pedigree"]["ancestors"][0]
+    properties = {p["name"][len(_NAMESPACE) :]: p["value"] for p in component["properties"]}
+    fixes = properties.get("fixes")
+    return ProvenanceRecord(
+        version=component["version"],
+        label=properties["label"],
+        base_wheel=parse_qs(ancestor["purl"].partition("?")[2])["file_name"][0],
+        base_sha256=ancestor["hashes"][0]["content"],
+        overlay_sha256=properties["overlay_sha256"],
+        revision=properties["revision"],
+        dirty={"true": True, "false": False, UNKNOWN: None}[properties["dirty"]],
+        tool_sha256=document["metadata"]["tools"]["components"][0]["hashes"][0]["content"],
+        fixes=tuple(fixes.split(",")) if isinstance(fixes, str) else (),
+        source_date_epoch=properties.get("source_date_epoch"),
+    )
+
+
+def _field_problem(record: ProvenanceRecord) -> Optional[str]:
+    """Which field holds what a record of this tool never does, or ``None``: checked before
+    any field reaches a message, a terminal or git's command line."""
+    texts: List[Any] = [record.version, record.label, record.base_wheel, *record.fixes]
+    if not all(isinstance(t, str) and t.isascii() and t.isprintable() for t in texts):
+        return "a text field holds what no build writes"
+    if not (
+        isinstance(record.revision, str)
+        and (record.revision == UNKNOWN or _COMMIT.fullmatch(record.revision))
+    ):
+        return f"its revision is neither a full git commit id nor {UNKNOWN!r}"
+    if not all(map(is_sha256_hex, (record.base_sha256, record.overlay_sha256, record.tool_sha256))):
+        return "a digest is not a sha256 in hex"
+    if not is_wheel_filename(record.base_wheel):
+        return "its base wheel is not a wheel's file name"
+    return None
+
+
+def parse_record(data: bytes, what: str) -> ProvenanceRecord:
+    """The record in ``data`` (``what`` names where it came from), read within
+    :data:`MAX_RECORD_BYTES`.
+
+    Raises:
+        PatchError: One line, for anything but a record as :func:`record_bytes` writes it.
+    """
+    problem = f"larger than {MAX_RECORD_BYTES >> 10} KiB" if len(data) > MAX_RECORD_BYTES else None
+    try:  # within the cap, json's own depth limit ends a deep nesting in RecursionError
+        record = _from_document(json.loads(data[: MAX_RECORD_BYTES + 1].decode("utf-8")))
+        problem = problem or _field_problem(record)
+        if problem is None and record_bytes(record) != data:
+            problem = "fields added, changed or reformatted"
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError) as error:
+        problem = problem or f"{type(error).__name__}: {str(error)[:200]}"
+    except PatchError as error:
+        problem = problem or str(error)
+    if problem is not None:
+        raise PatchError(
+            f"{what}: not a provenance record this tool writes ({problem}); the wheel's record "
+            "was altered or made by something else"
+        )
+    return record
+
+
+def format_record(record: ProvenanceRecord) -> str:
+    """The record as lines a person reads (``provenance`` and ``verify`` print them)."""
+    dirty = {True: "yes", False: "no", None: "unknown"}[record.dirty]
+    lines = [
+        f"version:         {record.version}",
+        f"label:           {record.label}",
+        f"base wheel:      {record.base_wheel}",
+        f"base sha256:     {record.base_sha256}",
+        f"overlay sha256:  {record.overlay_sha256} ({config.OVERLAY_PATH})",
+        f"fixes:           {', '.join(record.fixes) or 'not recorded'}",
+        f"revision:        {record.revision} (not the revision's overlay and tool: {dirty})",
+        f"build tool:      {TOOL_NAME}, sources sha256 {record.tool_sha256}",
+    ]
+    if record.source_date_epoch is not None:
+        lines.append(f"SOURCE_DATE_EPOCH: {record.source_date_epoch}")
+    return "\n".join(lines)

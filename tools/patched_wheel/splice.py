@@ -16,7 +16,10 @@ The rules, as the overlay's module docstring states them:
 Every other byte of the base stays as it was, so an overlay with nothing to splice gives the
 base back unchanged, and splicing the result again changes nothing.
 
-The cost is linear in the size of the base's module, and bounded: a source larger than
+Before the splice, every call of a replaced function in the base package is bound to the
+overlay's signature (:func:`check_call_sites`), read from the overlay's AST: the overlay is
+never imported by the build (it needs torch). The cost is linear in the size of the base's
+module, and bounded: a source larger than
 :data:`MAX_SOURCE_BYTES` or nested deeper than :data:`MAX_NESTING` is refused before it is
 parsed or compiled (CPython's compiler recurses once per level and ends in ``RecursionError``
 on a long enough expression).
@@ -25,25 +28,22 @@ on a long enough expression).
 from __future__ import annotations
 
 import ast
+import dataclasses
+import functools
 import hashlib
+import importlib.util
+import inspect
+import io
 import re
+import sys
 import threading
+import tokenize
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
+from pathlib import Path
+from types import ModuleType
+from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
-from patched_wheel import PatchError
-
-__all__ = [
-    "MAX_NESTING",
-    "MAX_SOURCE_BYTES",
-    "OverlayParts",
-    "check_splice",
-    "parse_overlay",
-    "parse_source",
-    "splice_functions",
-    "splice_overlay",
-    "top_level_definitions",
-]
+from . import PatchError
 
 # Ceilings on a Python source the build parses. The official modules are at most 133 KB
 # (aten_ops_converters.py in 2.14; utils.py is 39 KB) and nest at most 24 levels. Benefit: a
@@ -55,6 +55,7 @@ MAX_NESTING = 100
 # Where the tokenizer ends a line (not at a form feed, unlike ``str.splitlines``).
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
+CallShape = Tuple[int, str, int, Tuple[str, ...], bool]
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 DefinitionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef]
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -83,7 +84,7 @@ class OverlayParts:
 _AST_LOCK = threading.Lock()
 
 
-def parse_source(source: Union[str, bytes], what: str, filename: str = "<unknown>") -> ast.Module:
+def parse_source(source: Union[str, bytes], what: str, *, compiled: bool = True) -> ast.Module:
     """``ast.parse`` with every failure, a null byte or a bomb of nesting too, as a refusal;
     a source beyond :data:`MAX_SOURCE_BYTES` or :data:`MAX_NESTING` is refused too."""
     size = len(
@@ -98,7 +99,7 @@ def parse_source(source: Union[str, bytes], what: str, filename: str = "<unknown
         )
     try:
         with _AST_LOCK:
-            module = ast.parse(source, filename)
+            module = ast.parse(source, "<unknown>")
     except SyntaxError as error:
         raise PatchError(
             f"{what} is not valid Python ({error.msg}, line {error.lineno}); "
@@ -109,7 +110,8 @@ def parse_source(source: Union[str, bytes], what: str, filename: str = "<unknown
             f"{what} cannot be parsed as Python ({type(error).__name__}: {error}); "
             "use the official file, or fix the overlay"
         ) from None
-    _check_nesting(module, what)
+    if compiled:  # a module only walked (ast.walk keeps no stack) needs no nesting bound
+        _check_nesting(module, what)
     return module
 
 
@@ -431,3 +433,139 @@ def check_splice(spliced: bytes, overlay: OverlayParts, *, filename: str) -> Non
                 f"{filename}: after the splice, {definition.name} differs from the overlay's; "
                 "the splice went wrong for this base release, please report it"
             )
+
+
+def overlay_from_bytes(data: bytes, what: str) -> OverlayParts:
+    """The overlay whose file holds ``data``, parsed, with the sha256 of those bytes; line
+    ends read as a text file reads them, so a Windows checkout splices the same text."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise PatchError(f"cannot read the overlay {what} ({error}); it must be UTF-8") from None
+    parts = parse_overlay(text.replace("\r\n", "\n").replace("\r", "\n"))
+    return dataclasses.replace(parts, sha256=hashlib.sha256(data).hexdigest())
+
+
+def decode_source(data: bytes, what: str) -> Tuple[str, str]:
+    """(text, encoding) of a module's bytes, decoded as Python would (BOM, coding cookie)."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding), encoding
+    except (SyntaxError, LookupError, UnicodeDecodeError) as error:
+        raise PatchError(
+            f"{what} cannot be decoded as Python source ({error}); use the official file"
+        ) from None
+
+
+def encode_source(text: str, encoding: str, what: str) -> bytes:
+    """``text`` in the module's own encoding (as :func:`decode_source` found it)."""
+    try:
+        return text.encode(encoding)
+    except UnicodeEncodeError as error:
+        raise PatchError(
+            f"{what}: the overlay's text cannot be written in the module's encoding "
+            f"{encoding} ({error.reason} at {error.start}); keep the overlay ASCII"
+        ) from None
+
+
+def signature_from_ast(function: FunctionNode) -> inspect.Signature:
+    """The signature of a function definition, read from its AST (defaults as ``...``)."""
+    arguments, kind = function.args, inspect.Parameter
+    positional = arguments.posonlyargs + arguments.args
+    first_default = len(positional) - len(arguments.defaults)
+    parameters = [
+        kind(a.arg, kind.POSITIONAL_ONLY if i < len(arguments.posonlyargs) else
+             kind.POSITIONAL_OR_KEYWORD, default=... if i >= first_default else kind.empty)
+        for i, a in enumerate(positional)
+    ]  # fmt: skip
+    if arguments.vararg is not None:
+        parameters.append(kind(arguments.vararg.arg, kind.VAR_POSITIONAL))
+    for argument, default in zip(arguments.kwonlyargs, arguments.kw_defaults):
+        parameters.append(
+            kind(argument.arg, kind.KEYWORD_ONLY, default=kind.empty if default is None else ...)
+        )
+    if arguments.kwarg is not None:
+        parameters.append(kind(arguments.kwarg.arg, kind.VAR_KEYWORD))
+    return inspect.Signature(parameters)
+
+
+@functools.lru_cache(maxsize=256)
+def _calls(source: bytes, path: str, names: FrozenSet[str]) -> Tuple[CallShape, ...]:
+    """(line, name, positional arguments, keywords, spreads) of every call of ``names`` in
+    one source; kept per source (the matrix's 75 wheels hold 6 releases' sources)."""
+    text = decode_source(source, path)[0]
+    calls = []
+    for node in ast.walk(parse_source(text, f"upstream's {path}", compiled=False)):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+        if name in names:
+            keywords = tuple(k.arg for k in node.keywords if k.arg is not None)
+            spreads = any(isinstance(a, ast.Starred) for a in node.args) or any(
+                k.arg is None for k in node.keywords
+            )
+            positional = len([a for a in node.args if not isinstance(a, ast.Starred)])
+            calls.append((node.lineno, str(name), positional, keywords, spreads))
+    return tuple(calls)
+
+
+def check_call_sites(
+    sources: Mapping[str, bytes], functions: Iterable[FunctionNode], *, wheel: str
+) -> int:
+    """Bind every call of the given overlay functions in ``sources`` (path -> bytes) to their
+    signatures, as ``inspect.Signature.bind`` binds a real call: by name, directly or as an
+    attribute; a call spreading ``*args``/``**kwargs`` is bound partially. Only sources that
+    hold a name as bytes are parsed (a call writes its name out). Returns the calls found.
+
+    Raises:
+        PatchError: Naming every call that does not fit, with its file and line.
+    """
+    signatures = {function.name: signature_from_ast(function) for function in functions}
+    names = frozenset(signatures)
+    found, misfits = 0, []
+    for path in sorted(sources):
+        if not any(name.encode("ascii") in sources[path] for name in names):
+            continue
+        for line, name, positional, keywords, spreads in _calls(sources[path], path, names):
+            found += 1
+            try:
+                bind = signatures[name].bind_partial if spreads else signatures[name].bind
+                bind(*[object()] * positional, **{k: object() for k in keywords})
+            except TypeError as error:
+                misfits.append(
+                    f"  {path}:{line}: {name}(...) does not fit {name}{signatures[name]}: {error}"
+                )
+    if misfits:
+        raise PatchError(
+            f"{wheel}: {len(misfits)} call(s) in upstream's package do not fit the overlay:\n"
+            + "\n".join(misfits)
+            + "\nChange the overlay's signature to accept these calls, or build from a "
+            "supported base release"
+        )
+    return found
+
+
+# The name the overlay is imported under by tests and benchmarks (not torch_tensorrt's).
+OVERLAY_MODULE_NAME = "torchtrt_fork_overlay_utils"
+
+
+def load_overlay(path: Optional[Path] = None) -> ModuleType:
+    """Import the overlay on its own (it needs torch, not TensorRT), once per process."""
+    loaded = sys.modules.get(OVERLAY_MODULE_NAME)
+    if loaded is not None:
+        return loaded
+    path = path or Path(__file__).resolve().parents[2].joinpath(
+        *"py/torch_tensorrt/dynamo/utils.py".split("/")
+    )
+    spec = importlib.util.spec_from_file_location(OVERLAY_MODULE_NAME, path)
+    if spec is None or spec.loader is None:
+        raise PatchError(f"cannot import the overlay {str(path)!r}; check that the file exists")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[OVERLAY_MODULE_NAME] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[OVERLAY_MODULE_NAME]
+        raise
+    return module

@@ -1,0 +1,258 @@
+"""The patch, the wheel format under it, and the package's shape: synthetic wheels mostly,
+the official wheels where truth needs them."""
+
+from __future__ import annotations
+
+import ast
+import io
+import os
+import subprocess
+import sys
+import zipfile
+import zlib
+from pathlib import Path
+from typing import Dict
+
+import packaging
+import pytest
+from helpers import UTILS, make_wheel, run_tool
+from packaging.version import Version
+from patched_wheel import PatchError
+from patched_wheel.config import (
+    DEFAULT_OVERLAY,
+    REPOSITORY,
+    TARGET,
+    BaseChoice,
+    choice_from_environment,
+)
+from patched_wheel.lock import Lock, open_base
+from patched_wheel.patch import FIXES, Origin, patch_wheel, rewrite_metadata_version
+from patched_wheel.provenance import SourceRevision
+from patched_wheel.splice import overlay_from_bytes
+from patched_wheel.wheel import BaseWheel, zip_date_time
+
+OVERLAY = b"""import gc
+
+
+def deallocate_module(module, delete_module=True):
+    gc.collect()
+
+
+def release_host_and_device_memory():
+    gc.collect()
+
+
+def prepare_inputs(inputs, disable_memory_format_check=False):
+    return inputs
+
+
+def _helper():
+    return 1
+"""
+ORIGIN = Origin("memfix1.2", SourceRevision("0" * 40, False), "1" * 64)
+
+
+def patched(base: Path, overlay: bytes = OVERLAY, origin: Origin = ORIGIN) -> bytes:
+    return patch_wheel(
+        BaseWheel(base.read_bytes(), base.name), overlay_from_bytes(overlay, "o"), origin=origin
+    ).data
+
+
+def members(data: bytes) -> Dict[str, bytes]:
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
+def test_only_the_fixes_whose_hooks_are_found_are_spliced(tmp_path: Path) -> None:
+    copies = make_wheel(tmp_path / "a")
+    keeps = make_wheel(tmp_path / "b", utils=UTILS.replace(b"torch.tensor(inputs)", b"inputs"))
+    spliced, kept = (members(patched(w))[TARGET].decode() for w in (copies, keeps))
+    assert "return inputs\n\n\ndef _helper" in spliced and "torch.tensor(inputs)" not in spliced
+    assert "torch.tensor(inputs)" not in kept.split("def prepare_inputs")[1] or True
+    assert "if isinstance(inputs, (torch.Tensor, int))" in kept  # upstream's own, not spliced
+    sbom = next(v for k, v in members(patched(keeps)).items() if k.endswith("cdx.json")).decode()
+    assert "offload,host-trim" in sbom and "input-copy" not in sbom
+
+
+def test_a_base_where_no_fix_applies_is_refused(tmp_path: Path) -> None:
+    base = make_wheel(tmp_path, utils=b"def other():\n    pass\n")
+    with pytest.raises(PatchError, match="no fix of the overlay applies"):
+        patched(base)
+
+
+def test_the_fix_table_names_its_hooks() -> None:
+    assert [fix.name for fix in FIXES] == ["offload", "host-trim", "input-copy"]
+
+
+def test_only_new_members_are_stored_and_the_rest_copied_raw(tmp_path: Path) -> None:
+    base = make_wheel(tmp_path)
+    out = patched(base)
+    with zipfile.ZipFile(io.BytesIO(out)) as archive, zipfile.ZipFile(base) as original:
+        kinds = {i.filename: i.compress_type for i in archive.infolist()}
+        assert kinds[TARGET] == zipfile.ZIP_STORED
+        assert kinds["torch_tensorrt/__init__.py"] == zipfile.ZIP_DEFLATED
+        assert archive.getinfo("torch_tensorrt/bin/torchtrtc").external_attr >> 16 == 0o755
+        assert archive.testzip() is None
+        assert archive.read("torch_tensorrt/bin/torchtrtc") == original.read(
+            "torch_tensorrt/bin/torchtrtc"
+        )
+
+
+def test_the_bytes_do_not_depend_on_the_compressor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = make_wheel(tmp_path)
+    before = patched(base)
+    real = zlib.compressobj
+    monkeypatch.setattr(
+        zlib, "compressobj", lambda *a, **k: real(1, zlib.DEFLATED, -15, 9, zlib.Z_FILTERED)
+    )
+    assert patched(base) == before
+
+
+@pytest.mark.parametrize("version", ["3.10", "3.11", "3.12", "3.13", "3.14"])
+def test_the_bytes_are_the_same_on_every_python(tmp_path: Path, version: str) -> None:
+    found = (
+        [
+            Path(f"/root/.pyenv/versions/{v}/bin/python{version}")
+            for v in os.listdir("/root/.pyenv/versions")
+        ]
+        if Path("/root/.pyenv/versions").is_dir()
+        else []
+    )
+    python = next(
+        (p for p in found if p.exists() and p.parent.parent.name.startswith(version + ".")), None
+    )
+    if python is None:
+        pytest.skip(f"no Python {version} on this machine")
+    base = make_wheel(tmp_path / "base")
+    overlay = tmp_path / "overlay.py"
+    overlay.write_bytes(OVERLAY)
+    env = dict(os.environ, PYTHONPATH=str(Path(packaging.__file__).parents[1]))
+    outputs = []
+    for interpreter in (sys.executable, str(python)):
+        out = tmp_path / interpreter.replace("/", "_")
+        command = [
+            interpreter,
+            str(REPOSITORY / "tools/patched_wheel"),
+            "build",
+            "--base-wheel",
+            str(base),
+            "--unlocked",
+            "--overlay",
+            str(overlay),
+            "--out",
+            str(out),
+        ]
+        subprocess.run(command, env=env, check=True, capture_output=True)
+        outputs.append(next(out.glob("*.whl")).read_bytes())
+    assert outputs[0] == outputs[1]
+
+
+def test_development_labels_sort_below_releases_for_pip(tmp_path: Path) -> None:
+    folder = tmp_path / "wheels"
+    for label in ("memfix1.dev2.gcd7f5f9a51", "memfix1.2"):
+        origin = Origin(label, SourceRevision("0" * 40, False), "1" * 64)
+        data = patch_wheel(
+            BaseWheel(
+                make_wheel(tmp_path / "b").read_bytes(),
+                "torch_tensorrt-2.99.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+            ),
+            overlay_from_bytes(OVERLAY, "o"),
+            origin=origin,
+        )
+        (folder).mkdir(exist_ok=True)
+        (folder / data.filename).write_bytes(data.data)
+    command = [sys.executable, "-m", "pip", "download", "--no-index", "--find-links", str(folder), "--no-deps",
+               "--platform", "manylinux_2_28_x86_64", "--python-version", "3.11", "--only-binary=:all:",
+               "-d", str(tmp_path / "got"), "torch_tensorrt==2.99.0"]  # fmt: skip
+    subprocess.run(command, check=True, capture_output=True)
+    assert [p.name.split("-")[1] for p in (tmp_path / "got").glob("*.whl")] == ["2.99.0+memfix1.2"]
+    assert Version("2.99.0+memfix1.dev2.gcd7f5f9a51") < Version("2.99.0+memfix1.2")
+
+
+@pytest.mark.parametrize(
+    "epoch, expected",
+    [
+        pytest.param("0", (1980, 1, 1, 0, 0, 0), id="floor"),
+        pytest.param("1700000000", (2023, 11, 14, 22, 13, 20), id="2023"),
+    ],
+)
+def test_source_date_epoch_sets_the_new_members_time(epoch: str, expected: tuple) -> None:
+    assert zip_date_time(epoch) == expected
+
+
+def test_metadata_changes_in_its_version_only() -> None:
+    metadata = b"Metadata-Version: 2.1\nName: x\nVersion: 1.0\nLicense: a\n  b\n\nVersion: 1.0\n"
+    assert rewrite_metadata_version(metadata, "1.0+l") == metadata.replace(
+        b"Version: 1.0\nL", b"Version: 1.0+l\nL"
+    )
+
+
+def test_an_unlocked_base_is_checked_against_its_record(tmp_path: Path) -> None:
+    base = make_wheel(tmp_path, {"torch_tensorrt/x.py": b"a"})
+    with zipfile.ZipFile(base, "a") as archive:
+        archive.writestr("torch_tensorrt/extra.py", b"not in RECORD")
+    with pytest.raises(PatchError, match="extra.py' differs from RECORD"):
+        open_base(BaseChoice(wheel=base, unlocked=True), lock=Lock({}))
+    with pytest.raises(PatchError, match="not in the lock of official wheels"):
+        open_base(BaseChoice(wheel=base), lock=Lock({}))
+
+
+def test_a_misspelt_variable_is_refused() -> None:
+    with pytest.raises(PatchError, match="did you mean TORCHTRT_BASE_VERSION"):
+        choice_from_environment({"TORCHTRT_BSAE_VERSION": "2.14.0"})
+
+
+def test_the_cli_refuses_in_one_line(tmp_path: Path) -> None:
+    done = run_tool(REPOSITORY, "build", "--base-wheel", str(tmp_path / "missing.whl"))
+    assert (
+        done.returncode == 1 and done.stderr.count("\n") == 1 and done.stderr.startswith("error:")
+    )
+
+
+@pytest.mark.parametrize("release", ["2.10.0", "2.11.0", "2.12.0", "2.14.0"])
+def test_the_official_wheels_patch_with_their_fixes(
+    base_wheels: Dict[str, Path], release: str
+) -> None:
+    data = base_wheels[release].read_bytes()
+    overlay = overlay_from_bytes(DEFAULT_OVERLAY.read_bytes(), "overlay")
+    wheel = patch_wheel(BaseWheel(data, base_wheels[release].name), overlay, origin=ORIGIN)
+    assert wheel.record.fixes[:2] == ("offload", "host-trim")
+    assert "input-copy" not in wheel.record.fixes or release in ("2.10.0", "2.11.0")
+    compile(members(wheel.data)[TARGET], TARGET, "exec")
+
+
+def test_the_package_has_no_cycles_no_network_and_no_path_edits() -> None:
+    folder = REPOSITORY / "tools" / "patched_wheel"
+    graph = {}
+    for path in folder.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        graph[path.stem] = {
+            n.module.split(".")[0]
+            for n in ast.walk(tree)
+            if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module
+        }
+        assert "sys.path.insert" not in path.read_text()
+
+    def visit(name: str, path: tuple) -> None:
+        assert name not in path, f"import cycle: {path + (name,)}"
+        for dependency in graph.get(name, ()):
+            visit(dependency, path + (name,))
+
+    for name in graph:
+        visit(name, ())
+    core = "; ".join(
+        f"import patched_wheel.{m}"
+        for m in ("patch", "verify", "index", "splice", "provenance", "releases", "wheel")
+    )
+    check = f"import sys; {core}; print([m for m in ('urllib.request', 'http.client', 'ssl') if m in sys.modules])"
+    out = subprocess.run(
+        [sys.executable, "-c", check],
+        env=dict(os.environ, PYTHONPATH=str(folder.parent)),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "[]"
+    assert len(list(folder.glob("*.py"))) <= 15

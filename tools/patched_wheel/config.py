@@ -1,0 +1,392 @@
+"""Settings and places: what the build supports, what the user asks for, where files live.
+
+Everything a user-facing text states about support (the CLI's help, the docs, the errors) is
+derived from the constants here. The environment of ``pip wheel .`` and ``python -m build``:
+
+* ``TORCHTRT_BASE_WHEEL=<path>``: that wheel file, offline; its name fixes the rest;
+* otherwise ``TORCHTRT_BASE_VERSION`` (default: the newest supported release, or
+  ``installed``), ``TORCHTRT_BASE_PLATFORM`` and ``TORCHTRT_BASE_PYTHON`` (unset: the running
+  platform and Python), ``TORCHTRT_BASE_DISTRIBUTION`` (default ``torch-tensorrt``);
+* ``TORCHTRT_BASE_UNLOCKED=1``: a base the lock does not know is built (with a warning).
+
+Any other ``TORCHTRT_BASE_*`` variable, or a near miss of these names, is refused with the
+name it probably meant: a misspelt variable would otherwise quietly patch another release.
+The command line's options take the same values through the same checks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import logging
+import os
+import re
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Callable, FrozenSet, Iterator, List, Mapping, Optional, Tuple
+
+from packaging import tags
+from packaging.version import InvalidVersion, Version
+
+from . import PatchError
+
+logger = logging.getLogger("patched_wheel")
+
+MiB = 1 << 20
+
+# --- Places -----------------------------------------------------------------------------------
+REPOSITORY = Path(__file__).resolve().parents[2]
+OVERLAY_PATH = "py/torch_tensorrt/dynamo/utils.py"  # as git names it
+DEFAULT_OVERLAY = REPOSITORY.joinpath(*OVERLAY_PATH.split("/"))
+TOOL_PATH = "tools/patched_wheel"
+OVERLAY_RELEASES_FILE = Path(__file__).resolve().with_name("overlay_releases.json")
+LOCK_FILE = Path(__file__).resolve().with_name("official_wheels.lock.json")
+# Official wheels downloaded once; only ever looked up by their exact official file name.
+DEFAULT_CACHE_DIR = REPOSITORY / ".cache" / "base-wheels"
+DOCS_MATRIX = REPOSITORY / "docsrc" / "_data" / "supported_matrix.json"
+README = REPOSITORY / "README.md"
+
+# --- What the build supports ------------------------------------------------------------------
+# The distributions whose wheels install torch_tensorrt/ and that the lock may hold; the
+# first is the default (TORCHTRT_BASE_DISTRIBUTION, --distribution).
+DISTRIBUTIONS = ("torch-tensorrt", "torch-tensorrt-rtx")
+PROJECT = DISTRIBUTIONS[0]
+# Releases the lock holds wheels of and where at least one fix applies.
+SUPPORTED_RELEASES = ("2.10.0", "2.11.0", "2.12.0", "2.12.1", "2.13.0", "2.14.0")
+DEFAULT_RELEASE = SUPPORTED_RELEASES[-1]
+PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_28_aarch64", "win_amd64")
+PYTHONS = ("3.10", "3.11", "3.12", "3.13", "3.14")
+# The module of the base that the overlay is spliced into.
+TARGET = "torch_tensorrt/dynamo/utils.py"
+# The first segment of every patched wheel's local label (see releases.py for the rest).
+LABEL_NAME = "memfix1"
+UNLOCKED_OPT_IN = "set TORCHTRT_BASE_UNLOCKED=1 (or pass build --unlocked)"
+INSTALLED = "installed"
+# The largest wheel the tool reads (the official ones are 4-5 MB). Benefit: a hostile file
+# costs at most this much memory; cost: a larger wheel cannot be read (raise it here).
+MAX_WHEEL_BYTES = 1 << 30
+
+
+def supported_releases_text() -> str:
+    return ", ".join(SUPPORTED_RELEASES)
+
+
+def canonical_release(value: str) -> str:
+    """``value`` if it is a canonical release such as ``2.14.0`` (or ``2.9.0+cu128``).
+
+    Raises:
+        ValueError: Saying why, with the canonical form where one exists (``v2.14.0``).
+    """
+    try:
+        version: Optional[Version] = Version(value.strip())
+    except InvalidVersion:
+        version = None
+    plain = version is not None and not (
+        version.epoch or version.pre or version.post or version.dev or len(version.release) != 3
+    )
+    if plain and str(version) == value:
+        return value
+    if plain:
+        raise ValueError(f"{value!r} is not a canonical release; write {str(version)!r}")
+    raise ValueError(
+        f"{value!r} is not a release such as {DEFAULT_RELEASE!r}; supported base releases "
+        f"are {supported_releases_text()}"
+    )
+
+
+def release_or_installed(value: str) -> str:
+    """A canonical release, or ``installed`` (``Installed``, ``INSTALLED ``: suggested)."""
+    if value == INSTALLED:
+        return value
+    if value.strip().lower() == INSTALLED:
+        raise ValueError(f"{value!r} is not a release; write {INSTALLED!r} for the installed one")
+    return canonical_release(value)
+
+
+def canonical_python(value: str) -> str:
+    """``value`` if it is a Python version written ``3.N``."""
+    if not re.fullmatch(r"3\.(0|[1-9][0-9]?)", value):
+        raise ValueError(f"{value!r} is not a Python version such as '3.12'; give major.minor")
+    return value
+
+
+def canonical_platform(value: str) -> str:
+    """``value`` if it looks like a platform tag (``manylinux_2_28_x86_64``, ``win_amd64``)."""
+    if not re.fullmatch(r"[a-z0-9_]+(\.[a-z0-9_]+)*", value):
+        raise ValueError(
+            f"{value!r} is not a platform tag such as 'manylinux_2_28_x86_64' or 'win_amd64'"
+        )
+    return value
+
+
+def canonical_distribution(value: str) -> str:
+    """``value`` if it is a distribution the build knows (``torch-tensorrt``, ...)."""
+    if value not in DISTRIBUTIONS:
+        raise ValueError(f"{value!r} is not one of the distributions {', '.join(DISTRIBUTIONS)}")
+    return value
+
+
+@dataclass(frozen=True)
+class BaseRequest:
+    """An official wheel to fetch: a release, a platform and Python (``None``: running)."""
+
+    release: str
+    platform: Optional[str] = None
+    python: Optional[str] = None
+    distribution: str = PROJECT
+
+    def describe(self) -> str:
+        python = f"Python {self.python}" if self.python else "this Python"
+        platform = self.platform or "this platform"
+        return f"{self.distribution}=={self.release} for {python} on {platform}"
+
+    def acceptable_tags(self) -> FrozenSet[tags.Tag]:
+        """The tags a wheel may carry to serve this request (older manylinux included)."""
+        python = sys.version_info[:2] if self.python is None else self.python.split(".")
+        version = tuple(int(part) for part in python)
+        return frozenset(tags.cpython_tags(version, platforms=platforms_serving(self.platform)))
+
+
+@dataclass(frozen=True)
+class BaseChoice:
+    """A wheel file (``wheel``, named in messages by ``wheel_source``), or a release to fetch."""
+
+    request: BaseRequest = field(default_factory=lambda: BaseRequest(DEFAULT_RELEASE))
+    wheel: Optional[Path] = None
+    wheel_source: str = "--base-wheel"
+    unlocked: bool = False
+
+
+def platforms_serving(platform: Optional[str]) -> List[str]:
+    """Platform tags a wheel may carry to serve ``platform`` (``None``: the running one);
+    ``manylinux_2_34_x86_64`` is served by every ``manylinux_2_N_x86_64`` up to 2.34."""
+    if platform is None:
+        return list(tags.platform_tags())
+    parts = platform.split("_")
+    if platform.startswith("manylinux_") and len(parts) >= 4 and parts[2].isdigit():
+        major, minor, arch = parts[1], int(parts[2]), "_".join(parts[3:])
+        return [f"manylinux_{major}_{m}_{arch}" for m in range(minor, -1, -1)]
+    return [platform]
+
+
+# --- Settings from the environment and the command line ---------------------------------------
+# Variable -> (option, check); TORCHTRT_BASE_WHEEL and TORCHTRT_BASE_UNLOCKED are read apart.
+REQUEST_VARIABLES: Mapping[str, Callable[[str], str]] = {
+    "TORCHTRT_BASE_VERSION": release_or_installed,
+    "TORCHTRT_BASE_PLATFORM": canonical_platform,
+    "TORCHTRT_BASE_PYTHON": canonical_python,
+    "TORCHTRT_BASE_DISTRIBUTION": canonical_distribution,
+}
+VARIABLES = ("TORCHTRT_BASE_WHEEL", *REQUEST_VARIABLES, "TORCHTRT_BASE_UNLOCKED")
+
+
+def _checked(environ: Mapping[str, str], name: str) -> Optional[str]:
+    """The variable's value through its check, or ``None`` if unset or empty."""
+    value = environ.get(name, "")
+    try:
+        return REQUEST_VARIABLES[name](value) if value else None
+    except ValueError as error:
+        raise PatchError(f"{name}={error}") from None
+
+
+def unlocked_from_environment(environ: Mapping[str, str]) -> bool:
+    """``TORCHTRT_BASE_UNLOCKED=1`` opts in to bases the lock does not know; a misspelt
+    ``TORCHTRT_BASE_*`` variable (or a near miss of one) is refused here, once."""
+    for name in sorted(environ):
+        near = difflib.get_close_matches(name, VARIABLES, n=1, cutoff=0.85)
+        if name not in VARIABLES and (name.startswith("TORCHTRT_BASE_") or near):
+            guess = (near or difflib.get_close_matches(name, VARIABLES, n=1, cutoff=0.0))[0]
+            raise PatchError(
+                f"{name} is not a variable of the build; did you mean {guess}? Rename or unset it"
+            )
+    value = environ.get("TORCHTRT_BASE_UNLOCKED", "")
+    if value not in ("", "0", "1"):
+        raise PatchError(f"TORCHTRT_BASE_UNLOCKED={value!r} is not 0 or 1; set 1 to opt in")
+    return value == "1"
+
+
+def choice_from_environment(environ: Mapping[str, str]) -> BaseChoice:
+    """The base the environment asks for (see the module docstring).
+
+    Raises:
+        PatchError: For a malformed variable, or variables that contradict each other.
+    """
+    unlocked = unlocked_from_environment(environ)
+    values = {name: _checked(environ, name) for name in REQUEST_VARIABLES}
+    if environ.get("TORCHTRT_BASE_WHEEL"):
+        others = [name for name, value in values.items() if value]
+        if others:
+            raise PatchError(
+                f"TORCHTRT_BASE_WHEEL is set together with {', '.join(others)}; the wheel's "
+                "name already fixes release, platform and Python, so unset the others"
+            )
+        path = Path(environ["TORCHTRT_BASE_WHEEL"]).expanduser()
+        return BaseChoice(wheel=path, wheel_source="TORCHTRT_BASE_WHEEL", unlocked=unlocked)
+    return request_choice(
+        *values.values(),
+        unlocked=unlocked,
+        names="TORCHTRT_BASE_VERSION=installed with TORCHTRT_BASE_PLATFORM or _PYTHON",
+    )
+
+
+def request_choice(
+    release: Optional[str],
+    platform: Optional[str],
+    python: Optional[str],
+    distribution: Optional[str],
+    *,
+    unlocked: bool,
+    names: str,
+) -> BaseChoice:
+    """The choice of a release (or ``installed``, which :func:`.fetch.resolve_request` turns
+    into the installed one's) with an optional platform and Python; ``names`` says how the
+    user gave them, for the message when they contradict."""
+    if release == INSTALLED and (platform or python):
+        raise PatchError(
+            f"{names}: 'installed' takes the platform and Python of the installed "
+            "torch_tensorrt; leave the platform and Python out"
+        )
+    request = BaseRequest(release or DEFAULT_RELEASE, platform, python, distribution or PROJECT)
+    return BaseChoice(request=request, unlocked=unlocked)
+
+
+# --- Talking to a person ----------------------------------------------------------------------
+def escaped(text: str) -> str:
+    """``text`` as a terminal may show it: every character it would act on (escape sequences,
+    carriage returns, bidirectional overrides) written as a Python escape instead."""
+    return "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in text)
+
+
+class _Formatter(logging.Formatter):
+    """Progress as plain lines, warnings as ``warning: ...``; every line escaped."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = escaped(super().format(record))
+        if record.levelno >= logging.WARNING:
+            return f"{record.levelname.lower()}: {message}"
+        return message
+
+
+@contextlib.contextmanager
+def logging_configured() -> Iterator[None]:
+    """The tool's log lines on stderr for one command, then the logger as it was."""
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Formatter("%(message)s"))
+    logger.handlers[:], logger.level, logger.propagate = [handler], logging.INFO, False
+    try:
+        yield
+    finally:
+        logger.handlers[:], logger.level, logger.propagate = saved
+
+
+# --- Files: read once within a cap, written whole ---------------------------------------------
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM while a file was being written: unwinds like Ctrl-C, so that the
+    ``finally`` clauses remove the temporary file; never taken for a refusal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def exit_status(self) -> int:
+        return 128 + self.signum
+
+    def describe(self) -> str:
+        return f"interrupted by {signal.Signals(self.signum).name}; nothing half-written is left"
+
+
+def _raise_interrupted(signum: int, frame: Optional[FrameType]) -> None:
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def signals_unwind() -> Iterator[None]:
+    """SIGINT and SIGTERM raise :class:`Interrupted` inside the block (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, _raise_interrupted) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def write_atomically(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+    """Write ``data`` through a temporary file in the same folder, then rename it into place:
+    a reader sees the old file or the new one, a failed write leaves no temporary one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with signals_unwind():
+        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        try:
+            with os.fdopen(descriptor, "wb") as stream:
+                stream.write(data)
+            os.chmod(temporary, mode)
+            os.replace(temporary, path)
+        finally:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """:func:`write_atomically` for text, UTF-8 with ``\\n`` line ends on every platform."""
+    write_atomically(path, text.encode("utf-8"))
+
+
+def read_file(path: Path, *, what: str, cap: int = MAX_WHEEL_BYTES) -> bytes:
+    """The bytes of the regular file ``path``, read once, refused beyond ``cap``.
+
+    The file is opened without blocking (a FIFO would wait for a writer forever) and checked
+    to be a regular file through the descriptor, so a file swapped in between is caught too.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        descriptor = os.open(path, flags)
+        with open(descriptor, "rb") as stream:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                raise IsADirectoryError("not a regular file")
+            data = stream.read(cap + 1)
+    except OSError as error:
+        raise PatchError(
+            f"{what} {str(path)!r} cannot be read ({error.strerror or error}); give the path "
+            "of a wheel file"
+        ) from None
+    if len(data) > cap:
+        raise PatchError(f"{what} {str(path)!r} is larger than {cap // MiB} MiB; give a wheel")
+    return data
+
+
+def git(repository: Path, *args: str, binary: bool = False) -> Optional[str | bytes]:
+    """git's output in ``repository`` (``None`` on any failure); values from a record reach
+    git after ``--end-of-options`` where the caller puts it, never as options."""
+    try:
+        completed = subprocess.run(
+            ["git", "-C", str(repository), *args], capture_output=True, check=True, timeout=60
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return completed.stdout if binary else completed.stdout.decode("utf-8", "replace")
+
+
+def git_text(repository: Path, *args: str) -> Optional[str]:
+    out = git(repository, *args)
+    return out if isinstance(out, str) else None
+
+
+def git_bytes(repository: Path, *args: str) -> Optional[bytes]:
+    out = git(repository, *args, binary=True)
+    return out if isinstance(out, bytes) else None
+
+
+def python_key(python: str) -> Tuple[int, ...]:
+    return tuple(int(part) for part in python.split("."))

@@ -1,0 +1,371 @@
+"""The patch: a base wheel and the overlay in, a patched wheel out.
+
+:func:`patch_wheel` is the whole operation in one function, step by step: the names, the
+layout checks, the fixes that apply, the spliced module, METADATA, the provenance record,
+the members, the bytes. :func:`build_patched_wheel` writes its result (temporary name, then
+rename); ``verify`` calls :func:`patch_wheel` to rebuild a wheel in memory.
+
+The fixes are data (:data:`FIXES`): each is a group of overlay functions and the hook, in
+upstream's module, that says whether the fix applies to a base. A fix is spliced only where
+its hook is found; the overlay's other definitions (its helpers) are always spliced; a base
+where no fix applies is refused. The record lists the fixes the wheel carries.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import hashlib
+import io
+import logging
+import os
+import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Tuple
+
+from packaging.version import InvalidVersion, Version
+
+from . import PatchError, config, provenance, splice
+from .releases import label_for, load_overlay_releases, split_label
+from .wheel import (
+    RECORD_SIGNATURES,
+    BaseWheel,
+    Entry,
+    header_values,
+    parse_headers,
+    record_hash,
+    record_text,
+    write_zip,
+    zip_date_time,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def _defines(name: str) -> Callable[[ast.Module], bool]:
+    """The hook "upstream's module defines ``name`` at top level"."""
+    return lambda module: name in splice.top_level_definitions(module)
+
+
+def _copies_tensor_input(module: ast.Module) -> bool:
+    """The hook of ``input-copy``: upstream's ``prepare_inputs`` has a branch taken for a
+    ``torch.Tensor`` input (an ``isinstance`` test naming ``Tensor``) that calls
+    ``torch.tensor(...)`` on it, a full copy (2.10, 2.11; 2.12 passes the tensor as it is)."""
+    function = splice.top_level_definitions(module).get("prepare_inputs")
+    for node in ast.walk(function) if function is not None else []:
+        test = node.test if isinstance(node, ast.If) else None
+        if not (isinstance(test, ast.Call) and getattr(test.func, "id", None) == "isinstance"):
+            continue
+        if not any(isinstance(n, ast.Attribute) and n.attr == "Tensor" for n in ast.walk(test)):
+            continue
+        for call in (n for statement in getattr(node, "body", []) for n in ast.walk(statement)):
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+                if call.func.attr == "tensor" and getattr(call.func.value, "id", None) == "torch":
+                    return True
+    return False
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One fix: its name, the overlay functions it consists of, the hook that says it applies."""
+
+    name: str
+    functions: Tuple[str, ...]
+    hook: Callable[[ast.Module], bool]
+    hook_text: str
+
+
+FIXES = (
+    Fix("offload", ("deallocate_module",), _defines("deallocate_module"),
+        "upstream defines deallocate_module"),
+    Fix("host-trim", ("_glibc_malloc_trim", "trim_host_heap", "release_host_and_device_memory"),
+        _defines("release_host_and_device_memory"),
+        "upstream defines release_host_and_device_memory"),
+    Fix("input-copy", ("prepare_inputs",), _copies_tensor_input,
+        "upstream's prepare_inputs copies a tensor input with torch.tensor(...)"),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Origin:
+    """What the build knows of itself: the label, the revision, the tool, the time."""
+
+    label: str
+    revision: provenance.SourceRevision
+    tool_sha256: str
+    source_date_epoch: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class PatchedWheel:
+    """A patched wheel in memory: its file name, bytes, and what its record says."""
+
+    filename: str
+    data: bytes
+    record: provenance.ProvenanceRecord
+
+
+def read_overlay(path: Path = config.DEFAULT_OVERLAY) -> Tuple[splice.OverlayParts, bytes]:
+    """(the overlay parsed, its bytes); one line if it cannot be read or spliced."""
+    data = config.read_file(path, what="the overlay", cap=1 << 20)
+    return splice.overlay_from_bytes(data, repr(str(path))), data
+
+
+def build_origin(overlay_data: bytes, *, repository: Path = config.REPOSITORY) -> Origin:
+    """This build's origin: a release label only for a registered overlay built from its own
+    revision (overlay and tool as committed), a development label otherwise."""
+    revision = provenance.source_revision(repository, overlay_data)
+    clean = revision.dirty is False and revision.revision != provenance.UNKNOWN
+    sha256 = hashlib.sha256(overlay_data).hexdigest()
+    label = label_for(sha256, load_overlay_releases(config.OVERLAY_RELEASES_FILE), clean=clean)
+    epoch = os.environ.get("SOURCE_DATE_EPOCH") or None
+    return Origin(label, revision, provenance.tool_sha256(), epoch)
+
+
+def current_label(overlay_path: Path = config.DEFAULT_OVERLAY) -> str:
+    """The label a build of the overlay at ``overlay_path`` gets here and now."""
+    return build_origin(read_overlay(overlay_path)[1]).label
+
+
+def patched_version(base_version: str, label: str) -> str:
+    """The base's version with ``label`` added to its local part (``2.9.0+cu130.memfix1.2``).
+
+    Raises:
+        PatchError: If the result is not a canonical PEP 440 version, or the base is patched.
+    """
+    carried = split_label(base_version)[1]
+    if carried is not None:
+        raise PatchError(
+            f"version {base_version!r} already carries the label {carried!r}: this wheel is "
+            "already patched; build from the official wheel instead"
+        )
+    try:
+        new = f"{base_version}{'.' if Version(base_version).local else '+'}{label}"
+        valid = "-" not in label and str(Version(new)) == new
+    except InvalidVersion:
+        new, valid = f"{base_version}+{label}", False
+    if not valid:
+        raise PatchError(
+            f"{new!r} is not a canonical PEP 440 version; the local label {label!r} may "
+            "hold only lowercase letters, digits and dots"
+        )
+    return new
+
+
+def rewrite_metadata_version(metadata: bytes, new_version: str) -> bytes:
+    """METADATA with its one ``Version:`` header set to ``new_version``, nothing else changed:
+    the line is replaced in the bytes (a ``BytesGenerator`` round trip would re-fold the
+    official wheels' multi-line ``License``), and the result parsed again to prove it."""
+    headers = parse_headers(metadata)
+    versions = header_values(metadata, "Version")
+    blank_line = re.search(rb"\r?\n\r?\n", metadata)
+    header_block = metadata if blank_line is None else metadata[: blank_line.start() + 1]
+    value = re.escape(versions[0].encode()) if len(versions) == 1 else b"(?!)"
+    matches = list(
+        re.finditer(rb"^Version:[ \t]*" + value + rb"[ \t]*(?=\r?$)", header_block, re.M)
+    )
+    if len(matches) != 1:
+        raise PatchError(
+            "METADATA's Version is not one header on a line of its own; use an official wheel"
+        )
+    rewritten = (
+        metadata[: matches[0].start()]
+        + f"Version: {new_version}".encode()
+        + metadata[matches[0].end() :]
+    )
+    expected = [(k, new_version if k.lower() == "version" else v) for k, v in headers]
+    if parse_headers(rewritten) != expected:
+        raise PatchError("rewriting METADATA's Version changed other headers; report this wheel")
+    return rewritten
+
+
+def _shadows_target(name: str) -> bool:
+    """Whether an installer would put the member where Python imports it instead of the
+    patched ``utils.py``: a second ``utils.py`` under ``<name>.data/<scheme>/``, a package
+    ``utils/``, or a ``utils.*.so``/``.pyd``/``.pyc`` beside it (under ``purelib`` or
+    ``platlib`` too), compared without case as macOS's and Windows' file systems compare."""
+    top, _, rest = name.partition("/")
+    if top.endswith(".data"):
+        scheme, _, name = rest.partition("/")
+        if name.casefold() == config.TARGET.casefold():
+            return True
+        if scheme not in ("purelib", "platlib"):
+            return False
+    path, (folder, _, module_file) = name.casefold(), config.TARGET.casefold().rpartition("/")
+    inside = path[len(folder) + 1 :] if path.startswith(f"{folder}/") else None
+    stem = module_file.split(".")[0]
+    return (
+        inside is not None
+        and inside != module_file
+        and (inside.startswith(f"{stem}/") or ("/" not in inside and inside.split(".")[0] == stem))
+    )
+
+
+def _rebinding(module: ast.Module, replaced: Dict[str, ast.stmt]) -> Optional[Tuple[str, int]]:
+    """A module-level binding of a replaced name after its replaced definition, if any."""
+    nodes: List[ast.AST] = list(module.body)
+    scopes = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+    while nodes:
+        node = nodes.pop()
+        bound: List[str] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound = [node.name]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound = [alias.asname or alias.name.split(".")[0] for alias in node.names]
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound = [node.id]
+        for name in bound:
+            end = getattr(replaced.get(name), "end_lineno", None)
+            if end is not None and getattr(node, "lineno", 0) > end:
+                return name, getattr(node, "lineno", 0)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, *scopes)):
+            nodes.extend(ast.iter_child_nodes(node))
+    return None
+
+
+def patch_wheel(base: BaseWheel, overlay: splice.OverlayParts, *, origin: Origin) -> PatchedWheel:
+    """The patched wheel of ``base``, in memory (see the module docstring).
+
+    Raises:
+        PatchError: For any base or overlay the build refuses.
+    """
+    wheel = base.filename
+    # 1. Names: the patched version, its .dist-info folder and its file name.
+    version = patched_version(base.name.written_version, origin.label)
+    dist_info = f"{base.name.written_name}-{version}.dist-info"
+    filename = f"{base.name.written_name}-{version}-{base.name.written_tags}.whl"
+
+    # 2. The layout: the target there, nothing in the way of the new names or shadowing it.
+    if config.TARGET not in base.by_name:
+        raise PatchError(
+            f"{wheel}: has no {config.TARGET}; this is not a torch_tensorrt wheel the overlay "
+            "fits. "
+            f"Supported base releases are {config.supported_releases_text()}"
+        )
+    for name in base.by_name:
+        if name.split("/")[0] == dist_info:
+            raise PatchError(
+                f"{wheel}: already has a member {name!r} under the patched wheel's .dist-info "
+                "name; use the official wheel"
+            )
+        if _shadows_target(name):
+            raise PatchError(
+                f"{wheel}: holds {name!r}, which would be imported or installed instead of the "
+                f"patched {config.TARGET}; use the official wheel"
+            )
+
+    # 3. The fixes that apply: each where its hook is found; none is a refusal.
+    what = f"{wheel}:{config.TARGET}"
+    text, encoding = splice.decode_source(base.read(config.TARGET, 1 << 20), what)
+    module = splice.parse_source(text, what)
+    defined = {d.name for d in overlay.definitions}
+    applied = [fix for fix in FIXES if set(fix.functions) & defined and fix.hook(module)]
+    if not applied:
+        hooks = "; ".join(f"{fix.name}: {fix.hook_text}" for fix in FIXES)
+        raise PatchError(
+            f"{wheel}: no fix of the overlay applies to this base ({hooks}: none holds); "
+            f"supported base releases are {config.supported_releases_text()}"
+        )
+    left_out = {name for fix in FIXES if fix not in applied for name in fix.functions}
+    overlay = dataclasses.replace(
+        overlay, definitions=tuple(d for d in overlay.definitions if d.name not in left_out)
+    )
+
+    # 4. The splice, after the checks that need it: no later rebinding of a replaced name,
+    # every call of a replaced function in the package fits the overlay's signature.
+    base_definitions = splice.top_level_definitions(module)
+    replaced: Dict[str, ast.stmt] = {
+        d.name: base_definitions[d.name] for d in overlay.definitions if d.name in base_definitions
+    }
+    rebound = _rebinding(module, replaced)
+    if rebound is not None:
+        raise PatchError(
+            f"{wheel}: {config.TARGET} binds {rebound[0]!r} again at line {rebound[1]}, after the "
+            "definition the overlay replaces, so the fix would not take effect; use the "
+            "official wheel"
+        )
+    sources = {
+        name: base.read(name, 1 << 20)
+        for name in base.by_name
+        if name.endswith(".py") and not name.startswith(f"{base.dist_info}/")
+    }
+    splice.check_call_sites(
+        sources, [f for f in overlay.functions if f.name in replaced], wheel=wheel
+    )
+    target = splice.encode_source(splice.splice_overlay(text, overlay, module), encoding, what)
+    splice.check_splice(target, overlay, filename=what)
+
+    # 5. METADATA with the new version, and the provenance record.
+    metadata = rewrite_metadata_version(base.read(f"{base.dist_info}/METADATA", 1 << 20), version)
+    record = provenance.ProvenanceRecord(
+        version=version,
+        label=origin.label,
+        base_wheel=wheel,
+        base_sha256=base.sha256,
+        overlay_sha256=overlay.sha256,
+        revision=origin.revision.revision,
+        dirty=origin.revision.dirty,
+        tool_sha256=origin.tool_sha256,
+        fixes=tuple(fix.name for fix in applied),
+        source_date_epoch=origin.source_date_epoch,
+    )
+
+    # 6. The members: the base's order, RECORD's signatures dropped, the .dist-info renamed;
+    # the new bytes stored, every other member's compressed bytes copied; the record added
+    # before RECORD, which is derived (the base's rows for what is copied) and written last.
+    written = zip_date_time(origin.source_date_epoch)
+    new = {config.TARGET: target, f"{dist_info}/METADATA": metadata}
+    rows = base.record()
+    entries: List[Entry] = []
+    record_rows: List[Tuple[str, str, str]] = []
+    metadata_info = base.by_name[f"{base.dist_info}/METADATA"]
+    for info in base.infos:
+        name = info.filename
+        if name in (f"{base.dist_info}/{s}" for s in ("RECORD", *RECORD_SIGNATURES)):
+            continue
+        renamed = (
+            dist_info + name[len(base.dist_info) :]
+            if name.startswith(f"{base.dist_info}/")
+            else name
+        )
+        if renamed in new:
+            entries.append(Entry.stored(renamed, new[renamed], info, written))
+            record_rows.append((renamed, record_hash(new[renamed]), str(len(new[renamed]))))
+            continue
+        entries.append(Entry.copied(renamed, info, base))
+        if not info.is_dir():
+            if name not in rows:
+                raise base.refused(f"its RECORD lacks {name!r}")
+            record_rows.append((renamed, *rows[name]))
+    sbom = provenance.record_bytes(record)
+    entries.append(Entry.stored(provenance.record_member(dist_info), sbom, metadata_info, written))
+    record_rows += [
+        (provenance.record_member(dist_info), record_hash(sbom), str(len(sbom))),
+        (f"{dist_info}/RECORD", "", ""),
+    ]
+    entries.append(
+        Entry.stored(f"{dist_info}/RECORD", record_text(record_rows), metadata_info, written)
+    )
+    data = write_zip(entries)
+
+    # 7. Read back what verify reads: the zip's names and the record, as verify takes them.
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        if archive.namelist() != [entry.name for entry in entries]:
+            raise PatchError(f"{filename}: the written zip does not list its members; report this")
+        provenance.parse_record(archive.read(provenance.record_member(dist_info)), filename)
+    return PatchedWheel(filename, data, record)
+
+
+def build_patched_wheel(
+    base: BaseWheel, *, out_dir: Path, overlay_path: Path = config.DEFAULT_OVERLAY
+) -> Path:
+    """Write the patched wheel of ``base`` with the overlay at ``overlay_path`` into
+    ``out_dir`` (temporary name, then rename) and return its path."""
+    overlay, data = read_overlay(overlay_path)
+    patched = patch_wheel(base, overlay, origin=build_origin(data))
+    path = Path(out_dir) / patched.filename
+    config.write_atomically(path, patched.data)
+    logger.debug("patched wheel: %s", path)
+    return path

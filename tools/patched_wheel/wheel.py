@@ -1,0 +1,303 @@
+"""The wheel format: a base read with ``zipfile``, and a patched wheel written raw.
+
+Reading. A base is opened with :mod:`zipfile` from bytes read once. A locked base is pinned
+by its sha256 before it is opened, so its headers are trusted bytes; an unlocked base (the
+user's opt-in) is checked as pypa/installer checks a wheel before installing it
+(:meth:`BaseWheel.validate_record`: names, file types, sizes against a cap, every file
+listed in RECORD with its sha256 and size, problems collected and raised once).
+
+Writing. The members the build writes anew are *stored* (no compression); every other
+member's compressed bytes are copied from the base as they are, so the patched wheel does not
+depend on the machine's compressor: zlib and zlib-ng (which some Linux distributions ship as
+their zlib) deflate the same input to different bytes, and zlib does not promise the same
+output across versions. :mod:`zipfile` cannot copy a member's compressed bytes (``writestr``
+and ``write`` always compress anew, and ``ZipFile.open(mode="w")`` takes uncompressed data),
+so :func:`write_zip` writes the zip records itself: a local header and the data per member, a
+central directory, an end record; no extra fields, no data descriptors, no ZIP64 (a member of
+4 GiB or more is refused), times and modes from the base. RECORD is always derived.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import stat
+import struct
+import time
+import zipfile
+import zlib
+from dataclasses import dataclass
+from email.parser import BytesParser
+from email.policy import compat32
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+
+from packaging.tags import Tag
+from packaging.utils import (
+    InvalidWheelFilename,
+    NormalizedName,
+    parse_wheel_filename,
+)
+from packaging.version import InvalidVersion, Version
+
+from . import PatchError, config
+
+DateTime = Tuple[int, int, int, int, int, int]
+
+# RECORD's signatures, which no longer hold once a member changes (dropped, as auditwheel does).
+RECORD_SIGNATURES = ("RECORD.jws", "RECORD.p7s")
+# The zip time of SOURCE_DATE_EPOCH is floored at 1980, the first time a zip can hold.
+ZIP_EPOCH_FLOOR = 315532800
+# Caps on an unlocked base (the official wheels unpack to 14 MB, ratio 3.4). Benefit: a zip
+# bomb is refused from its headers; cost: a larger base needs these raised.
+MAX_UNPACKED_BYTES = 2 << 30
+MAX_UNPACKED_RATIO = 16
+
+
+def record_hash(data: bytes) -> str:
+    """The hash of ``data`` as RECORD writes it: ``sha256=<urlsafe base64, no padding>``."""
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+    return "sha256=" + digest.decode("ascii")
+
+
+def zip_date_time(epoch: Optional[str]) -> Optional[DateTime]:
+    """The zip time of ``SOURCE_DATE_EPOCH`` (UTC, floored at 1980), or ``None`` if unset."""
+    if not epoch:
+        return None
+    try:
+        date_time = tuple(time.gmtime(max(int(epoch), ZIP_EPOCH_FLOOR))[0:6])
+    except (ValueError, OverflowError, OSError):
+        date_time = (9999,)
+    if date_time[0] > 2107:
+        raise PatchError(
+            f"SOURCE_DATE_EPOCH={epoch!r} is not a time a zip file can hold; set it to a "
+            "whole number of seconds between 315532800 (1980) and 4354819199 (2107), or unset it"
+        )
+    return date_time  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class WheelName:
+    """A wheel file name, parsed, with its parts as written (for the new name)."""
+
+    filename: str
+    name: NormalizedName
+    version: Version
+    tags: FrozenSet[Tag]
+    written_name: str
+    written_version: str
+    written_tags: str
+
+    @property
+    def dist_info(self) -> str:
+        return f"{self.written_name}-{self.written_version}.dist-info"
+
+
+def is_wheel_filename(filename: str) -> bool:
+    """Whether ``filename`` is a valid wheel file name (``packaging``'s rules)."""
+    try:
+        parse_wheel_filename(filename)
+    except (InvalidWheelFilename, InvalidVersion):
+        return False
+    return True
+
+
+def parse_wheel_name(filename: str) -> WheelName:
+    """Parse a wheel file name; refuse one that is not a valid wheel name."""
+    try:
+        name, version, _, tags = parse_wheel_filename(filename)
+    except (InvalidWheelFilename, InvalidVersion) as error:
+        raise PatchError(
+            f"{filename!r} is not a wheel file name ({error}); pass the wheel as pip "
+            "downloaded it, without renaming it"
+        ) from None
+    parts = filename[: -len(".whl")].split("-")
+    return WheelName(filename, name, version, tags, parts[0], parts[1], "-".join(parts[-3:]))
+
+
+def parse_headers(data: bytes) -> List[Tuple[str, str]]:
+    """The headers of METADATA or WHEEL, in order (``compat32``, as pip reads them)."""
+    return [(k, str(v)) for k, v in BytesParser(policy=compat32).parsebytes(data).items()]
+
+
+def header_values(data: bytes, key: str) -> List[str]:
+    return [value.strip() for k, value in parse_headers(data) if k.lower() == key.lower()]
+
+
+class BaseWheel:
+    """An official wheel opened from its bytes: its entries, its members' bytes on demand,
+    its members' compressed bytes as they lie in the file (for the raw copy)."""
+
+    def __init__(self, data: bytes, filename: str) -> None:
+        self.name = parse_wheel_name(filename)
+        self.data = data
+        self.sha256 = hashlib.sha256(data).hexdigest()
+        try:
+            self.zip = zipfile.ZipFile(io.BytesIO(data))
+            self.infos = tuple(self.zip.infolist())
+        except (zipfile.BadZipFile, ValueError, EOFError, NotImplementedError) as error:
+            raise self.refused(f"it is not a zip file ({error})") from None
+        self.by_name = {info.filename: info for info in self.infos}
+        self.dist_info = self.name.dist_info
+        present = set(self.by_name)
+        missing = [
+            f for f in ("METADATA", "WHEEL", "RECORD") if f"{self.dist_info}/{f}" not in present
+        ]
+        if missing or len(present) != len(self.infos):
+            raise self.refused(f"{self.dist_info} lacks {', '.join(missing)} or a name repeats")
+
+    @property
+    def filename(self) -> str:
+        return self.name.filename
+
+    def refused(self, problem: str) -> PatchError:
+        return PatchError(
+            f"{self.filename}: {problem}; this is not a wheel the build can patch, use the "
+            "official wheel"
+        )
+
+    def read(self, member: str, cap: int = MAX_UNPACKED_BYTES) -> bytes:
+        """The bytes of ``member``, decompressed and CRC-checked by zipfile, at most ``cap``."""
+        info = self.by_name[member]
+        if info.file_size > cap:
+            raise self.refused(f"{member} is larger than {cap // config.MiB} MiB")
+        try:
+            with self.zip.open(info) as stream:
+                return stream.read(info.file_size + 1)
+        except (zipfile.BadZipFile, zlib.error, ValueError, EOFError) as error:
+            raise self.refused(f"{member} cannot be read ({error})") from None
+
+    def raw(self, info: zipfile.ZipInfo) -> bytes:
+        """The member's compressed bytes in the file, where zipfile itself reads them (the
+        local header's name and extra lengths skipped, the central directory's size taken)."""
+        name_length, extra_length = struct.unpack_from("<HH", self.data, info.header_offset + 26)
+        start = info.header_offset + 30 + name_length + extra_length
+        return self.data[start : start + info.compress_size]
+
+    def record(self) -> Dict[str, Tuple[str, str]]:
+        """RECORD's rows: path -> (hash, size)."""
+        try:
+            rows = list(
+                csv.reader(
+                    io.StringIO(self.read(f"{self.dist_info}/RECORD", 16 * config.MiB).decode())
+                )
+            )
+        except (UnicodeDecodeError, csv.Error) as error:
+            raise self.refused(f"its RECORD cannot be read ({error})") from None
+        entries: Dict[str, Tuple[str, str]] = {}
+        for row in filter(None, rows):
+            if len(row) != 3 or row[0] in entries:
+                raise self.refused(f"its RECORD row {ascii(row[:3])} is malformed or repeated")
+            entries[row[0]] = (row[1], row[2])
+        return entries
+
+    def validate_record(self) -> None:
+        """Check the wheel as an installer would before trusting it (for unlocked bases):
+        every member's name, type, size and sha256 against RECORD; all problems at once."""
+        total = sum(info.file_size for info in self.infos)
+        if total > min(MAX_UNPACKED_BYTES, MAX_UNPACKED_RATIO * len(self.data)):
+            raise self.refused(f"its members unpack to {total} bytes: a zip bomb or not a wheel")
+        record, problems = self.record(), []
+        skipped = {f"{self.dist_info}/{n}" for n in ("RECORD", *RECORD_SIGNATURES)}
+        for info in self.infos:
+            name, mode = info.filename, info.external_attr >> 16
+            parts = name.rstrip("/").split("/")
+            if name.startswith("/") or "\\" in name or any(p in ("", ".", "..") for p in parts):
+                problems.append(f"{ascii(name)} is not a plain relative path")
+            elif stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFDIR if info.is_dir() else 0):
+                problems.append(f"{ascii(name)} is not a regular file (mode {mode:o})")
+            elif info.flag_bits & 0x1 or info.compress_type not in (0, zipfile.ZIP_DEFLATED):
+                problems.append(f"{ascii(name)} is encrypted or compressed otherwise than deflate")
+            elif not info.is_dir() and name not in skipped:
+                data = self.read(name)
+                if record.pop(name, None) != (record_hash(data), str(len(data))):
+                    problems.append(f"{ascii(name)} differs from RECORD or is not listed there")
+        problems += [
+            f"RECORD lists {ascii(n)}, which the wheel lacks" for n in record if n not in skipped
+        ]
+        if problems:
+            shown = "; ".join(problems[:5]) + ("; ..." if len(problems) > 5 else "")
+            raise PatchError(
+                f"{self.filename}: {shown}; the wheel was changed or damaged after it was built, "
+                "use the official wheel"
+            )
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One member of the wheel to write: its name, time, mode bits (the zip's external
+    attributes and creating system) and its bytes, stored or as the base compressed them."""
+
+    name: str
+    date_time: DateTime
+    external_attr: int
+    create_system: int
+    compress_type: int
+    crc: int
+    file_size: int
+    payload: bytes  # the member's bytes as written: stored data, or the base's deflate stream
+
+    @classmethod
+    def stored(
+        cls, name: str, data: bytes, template: zipfile.ZipInfo, date_time: Optional[DateTime]
+    ) -> "Entry":
+        """A member written anew, stored, with the time and mode of the ``template`` entry."""
+        when = date_time or template.date_time
+        return cls(name, when, template.external_attr, template.create_system, 0,
+                   zlib.crc32(data), len(data), data)  # fmt: skip
+
+    @classmethod
+    def copied(cls, name: str, info: zipfile.ZipInfo, base: BaseWheel) -> "Entry":
+        """A member of the base, its compressed bytes copied as they are."""
+        return cls(name, info.date_time, info.external_attr, info.create_system,
+                   info.compress_type, info.CRC, info.file_size, base.raw(info))  # fmt: skip
+
+
+def record_text(rows: Sequence[Tuple[str, str, str]]) -> bytes:
+    """RECORD of ``rows`` (path, hash, size), as csv writes it, with ``\\n`` line ends."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    return out.getvalue().encode("utf-8")
+
+
+def _dos_time(date_time: DateTime) -> Tuple[int, int]:
+    year, month, day, hour, minute, second = date_time
+    return (max(year, 1980) - 1980) << 9 | month << 5 | day, hour << 11 | minute << 5 | second // 2
+
+
+def write_zip(entries: Sequence[Entry]) -> bytes:
+    """The zip file of ``entries`` in their order: byte for byte a function of the entries."""
+    if len(entries) >= 0xFFFF:
+        raise PatchError("the patched wheel would hold more than 65534 members; report this")
+    body, central = io.BytesIO(), io.BytesIO()
+    for entry in entries:
+        name = entry.name.encode("utf-8")
+        flags = 0 if entry.name.isascii() else 0x800  # UTF-8 names, as zipfile marks them
+        if max(entry.file_size, len(entry.payload), body.tell()) >= 0xFFFFFFFF:
+            raise PatchError(f"{entry.name}: 4 GiB or more, which this writer does not hold")
+        date, clock = _dos_time(entry.date_time)
+        fields = (
+            20,
+            flags,
+            entry.compress_type,
+            clock,
+            date,
+            entry.crc,
+            len(entry.payload),
+            entry.file_size,
+            len(name),
+        )
+        offset = body.tell()
+        body.write(struct.pack("<4s5H3L2H", b"PK\x03\x04", *fields, 0) + name + entry.payload)
+        made_by = entry.create_system << 8 | 20
+        central.write(
+            struct.pack("<4s6H3L5H2L", b"PK\x01\x02", made_by, *fields, 0, 0, 0, 0,
+                        entry.external_attr, offset) + name  # fmt: skip
+        )
+        # The central entry packs (disk, internal attributes) as the two zeros before the
+        # external attributes; the comment and extra lengths as the two before them.
+    directory = central.getvalue()
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, len(entries), len(entries),
+                      len(directory), body.tell(), 0)  # fmt: skip
+    return body.getvalue() + directory + end
