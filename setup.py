@@ -14,7 +14,8 @@ to type instead. The base is chosen by the environment, as for pip (``TORCHTRT_B
 from __future__ import annotations
 
 import argparse
-import importlib
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import List, Optional, Sequence
@@ -69,12 +70,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "-d", "--dist-dir", type=Path, default=REPOSITORY / "dist", help="where (default: dist)"
     )
     dist_dir: Path = parser.parse_args(options).dist_dir
-    # As a PEP 517 front end does: the backend's path first on sys.path, then its hook
-    sys.path.insert(0, str(REPOSITORY / BACKEND_PATH))
-    backend = importlib.import_module(BUILD_BACKEND)
+    # As a PEP 517 front end does (pypa's pyproject_hooks): the hook runs in a process of its
+    # own, with the backend's path first on its import path.
     dist_dir.mkdir(parents=True, exist_ok=True)
-    backend.build_wheel(str(dist_dir))
-    return 0
+    environment = dict(os.environ)
+    paths = [str(REPOSITORY / BACKEND_PATH), environment.get("PYTHONPATH", "")]
+    environment["PYTHONPATH"] = os.pathsep.join(path for path in paths if path)
+    hook = f"import sys, {BUILD_BACKEND} as backend; backend.build_wheel(sys.argv[1])"
+    command = [sys.executable, "-c", hook, str(dist_dir.resolve())]
+    return subprocess.run(command, env=environment, cwd=REPOSITORY, check=False).returncode
 
 
 if __name__ == "__main__":

@@ -8,10 +8,9 @@ from typing import Dict, Tuple
 
 import pytest
 from helpers import make_wheel, release_repo, write_lock
-from patched_wheel.config import DEFAULT_CACHE_DIR, SUPPORTED_RELEASES, VARIABLES, BaseRequest
-from patched_wheel.fetch import cached_base
-from patched_wheel.lock import load_lock
+from patched_wheel.config import SUPPORTED_RELEASES, VARIABLES
 from patched_wheel.splice import load_overlay
+from wheel_helpers import fetch
 
 
 @pytest.fixture(autouse=True)
@@ -19,14 +18,6 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """No build variable of the caller's shell leaks into a test."""
     for name in (*VARIABLES, "SOURCE_DATE_EPOCH"):
         monkeypatch.delenv(name, raising=False)
-
-
-def fetch(release: str, python: str = "3.11", platform: str = "manylinux_2_28_x86_64") -> Path:
-    request = BaseRequest(release, platform, python)
-    lock = load_lock()
-    name = lock.official_name(request)
-    assert name is not None
-    return cached_base(request, name, lock.wheels[name], DEFAULT_CACHE_DIR)
 
 
 @pytest.fixture(scope="session")

@@ -223,7 +223,44 @@ def test_the_official_wheels_patch_with_their_fixes(
     compile(members(wheel.data)[TARGET], TARGET, "exec")
 
 
-def test_the_package_has_no_cycles_no_network_and_no_path_edits() -> None:
+def _edits_sys_path(node: ast.AST) -> bool:
+    """``sys.path.<insert|append|extend>(...)`` or ``sys.path[...] = ...``."""
+
+    def is_sys_path(value: ast.AST) -> bool:
+        return (
+            isinstance(value, ast.Attribute)
+            and value.attr == "path"
+            and isinstance(value.value, ast.Name)
+            and value.value.id == "sys"
+        )
+
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return node.func.attr in ("insert", "append", "extend") and is_sys_path(node.func.value)
+    if isinstance(node, (ast.Assign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return any(
+            is_sys_path(target.value if isinstance(target, ast.Subscript) else target)
+            for target in targets
+        )
+    return False
+
+
+def test_no_python_file_of_the_repository_edits_sys_path() -> None:
+    """The tool, the tests, the benchmarks and the docs import without path hacks."""
+    tracked = subprocess.run(
+        ["git", "-C", str(REPOSITORY), "ls-files", "*.py"], capture_output=True, text=True
+    ).stdout.split()
+    assert tracked, "no tracked Python files: is this a git checkout?"
+    edits = [
+        f"{name}:{node.lineno}"
+        for name in tracked
+        for node in ast.walk(ast.parse((REPOSITORY / name).read_text(encoding="utf-8")))
+        if _edits_sys_path(node)
+    ]
+    assert edits == [], f"sys.path edited at {edits}"
+
+
+def test_the_package_has_no_cycles_and_no_network() -> None:
     folder = REPOSITORY / "tools" / "patched_wheel"
     graph = {}
     for path in folder.glob("*.py"):
@@ -233,7 +270,6 @@ def test_the_package_has_no_cycles_no_network_and_no_path_edits() -> None:
             for n in ast.walk(tree)
             if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module
         }
-        assert "sys.path.insert" not in path.read_text()
 
     def visit(name: str, path: tuple) -> None:
         assert name not in path, f"import cycle: {path + (name,)}"

@@ -27,7 +27,7 @@ BASE_WHEELS = REPOSITORY / ".cache" / "base-wheels"
 RELEASE = "2.14.0"  # the newest supported release: its patched wheel is the one installed here
 PLATFORM = "manylinux_2_28_aarch64" if platform.machine() == "aarch64" else "manylinux_2_28_x86_64"
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
-SITE_STEP = "PYTHONPATH=tools python -m patched_wheel.site --out _site"
+SITE_STEP = "python tools/patched_wheel site --out _site"
 
 # Each run: step of the workflow, and what this machine adds to run it. The pip step installs
 # what tests/requirements.txt already installed here, so it runs with no index (it must find

@@ -7,7 +7,8 @@
 * ``verify``: rebuild a patched wheel from its released overlay and compare the bytes;
 * ``index``: write the PEP 503 simple index of a folder of verified wheels;
 * ``provenance``: print the provenance record inside a patched wheel;
-* ``register-overlay``: release the overlay as it is now, under the registry's next number.
+* ``register-overlay``: release the overlay as it is now, under the registry's next number;
+* ``site``: the wheels, their index, the docs and a landing page in one folder (``site.py``).
 
 Arguments are checked where they enter (argparse types, exit status 2); a refusal is one
 :class:`~patched_wheel.PatchError`, printed as ``error: ...`` with exit status 1.
@@ -207,6 +208,8 @@ def argument_parser() -> argparse.ArgumentParser:
         "register-overlay": "release the overlay: give it the registry's next number",
     }
     sub = {name: commands.add_parser(name, help=helps[name]) for name in runs}
+    # Listed for --help only: main() hands 'site' its own arguments (and matrix's) unparsed.
+    commands.add_parser("site", help="write the wheels, their index and the docs into one folder")
     for name, run in runs.items():
         sub[name].set_defaults(run=run)
     release, platform = _argument_type(config.canonical_release, "release"), _argument_type(
@@ -277,8 +280,13 @@ def argument_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run a command; a :class:`PatchError` is printed and gives exit status 1."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["site"]:
+        from . import site
+
+        return site.main(arguments[1:])
     parser = argument_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(arguments)
     if args.command in ("matrix", "lock"):
         args.release = args.release or list(config.SUPPORTED_RELEASES)
         args.platform = args.platform or list(config.PLATFORMS)
