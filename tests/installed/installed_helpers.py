@@ -123,13 +123,11 @@ def install(patched_wheel: Path, target: Path) -> List[str]:
 def probe(target: Path, out: Path, *, gpu_bytes: int = 0) -> Dict[str, Any]:
     """Run ``probe.py`` on an installed package in a subprocess; its JSON report."""
     environment = {k: v for k, v in os.environ.items() if k not in CLEARED_VARIABLES}
+    # The installed package and the stand-in tensorrt come first on the probe's import path.
+    environment["PYTHONPATH"] = os.pathsep.join([str(target.resolve()), str(STAND_IN.resolve())])
     command = [
         sys.executable,
         str(PROBE),
-        "--target",
-        str(target),
-        "--stand-in",
-        str(STAND_IN),
         "--overlay",
         str(DEFAULT_OVERLAY),
         "--out",

@@ -3,10 +3,10 @@
 Run by the installed-package tests in a subprocess of its own per release, so that each
 release's ``torch_tensorrt`` and the answers below never meet another test's modules::
 
-    python probe.py --target DIR --stand-in DIR --overlay PATH --out FILE [--gpu-bytes N]
+    PYTHONPATH=TARGET:STAND_IN python probe.py --overlay PATH --out FILE [--gpu-bytes N]
 
-Before the import it puts the installed package (``--target``) and the stand-in ``tensorrt``
-(``--stand-in``) first on ``sys.path``. Where CUDA is not available it also answers the three
+The caller puts the installed package (the ``--target`` folder pip installed it into) and the
+stand-in ``tensorrt`` first on the import path (``PYTHONPATH``). Where CUDA is not available it also answers the three
 questions upstream's import asks of a GPU that is not there: ``torch.cuda.get_device_capability``
 and ``torch.cuda.current_device`` (an H200's answers) and, on a CPU build of torch, the class
 ``torch._C._CudaDeviceProperties`` that upstream's annotations name. These stand for what the
@@ -302,13 +302,10 @@ def probe(args: argparse.Namespace) -> Dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--target", required=True, help="folder the patched wheel is installed in")
-    parser.add_argument("--stand-in", required=True, help="folder holding the stand-in tensorrt")
     parser.add_argument("--overlay", required=True, help="the overlay file")
     parser.add_argument("--out", required=True, help="JSON file to write")
     parser.add_argument("--gpu-bytes", type=int, default=0, help="offload a CUDA model this big")
     args = parser.parse_args()
-    sys.path[:0] = [str(Path(args.target).resolve()), str(Path(args.stand_in).resolve())]
     try:
         report = probe(args)
     except BaseException:

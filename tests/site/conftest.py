@@ -85,6 +85,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _run_the_workflow(clone: Path) -> None:
     subprocess.run(["git", "clone", "--quiet", str(REPOSITORY), str(clone)], check=True)
+    # As CI's clone of main is: the site indexes only wheels of main's released overlays.
+    subprocess.run(["git", "-C", str(clone), "checkout", "--quiet", "-B", "main"], check=True)
     # The workflow's cache step: the bases of earlier runs, at the same path
     BASE_WHEELS.mkdir(parents=True, exist_ok=True)
     (clone / ".cache").mkdir()

@@ -117,6 +117,11 @@ def build_site(out: Path, *, matrix_options: Sequence[str] = ()) -> None:
             "the wheels and their index",
             [sys.executable, str(TOOL), "matrix", "--out", str(staging), *matrix_options],
         )
+        if not (staging / "simple" / "index.html").is_file():
+            raise SiteError(
+                "the matrix wrote no index (its messages above say why: only wheels of a "
+                "released overlay are indexed); no site was written"
+            )
         projects = read_projects(staging / "simple")
         if not projects:
             raise SiteError("the index holds no project; check the matrix options")
