@@ -7,18 +7,16 @@ by pytest's warning filters), into a temporary folder, with the folders it impor
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from patched_wheel.site import docs_environment
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 DOCSRC = REPOSITORY / "docsrc"
 BUILD_TIMEOUT_S = 170
-# What the build imports, as docsrc/Makefile sets it.
-IMPORTED_FOLDERS = ("py", "docsrc/_ext", "tools", "benchmarks")
 
 
 @pytest.fixture(scope="session")
@@ -26,12 +24,7 @@ def built_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Build the HTML docs once, as ``make -C docsrc html`` does; fail with Sphinx's output."""
     out = tmp_path_factory.mktemp("docs") / "html"
     doctrees = out.parent / "doctrees"
-    python_path = [str(REPOSITORY / folder) for folder in IMPORTED_FOLDERS]
-    if os.environ.get("PYTHONPATH"):
-        python_path.append(os.environ["PYTHONPATH"])
-    environment = dict(
-        os.environ, MPLBACKEND="Agg", PYTHONWARNINGS="", PYTHONPATH=os.pathsep.join(python_path)
-    )
+    environment = dict(docs_environment(), MPLBACKEND="Agg", PYTHONWARNINGS="")
     command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-n", "-q", "-b", "html"]
     command += ["-d", str(doctrees), str(DOCSRC), str(out)]
     try:

@@ -50,6 +50,10 @@ TOOL = Path(__file__).resolve().parent  # runnable as a folder: ``python tools/p
 REPOSITORY = TOOL.parent.parent
 DOCSRC = REPOSITORY / "docsrc"
 
+# What the docs build imports, as docsrc/Makefile puts it on PYTHONPATH: the overlay, the
+# extensions, the build tool's parser and label, the tables and plots.
+DOCS_IMPORTED_FOLDERS = ("py", "docsrc/_ext", "tools", "benchmarks")
+
 # The options of docsrc/Makefile's SPHINXOPTS (a test keeps the two the same): warnings are
 # errors, all of them reported, and every internal reference must resolve.
 SPHINX_OPTIONS = ("-W", "--keep-going", "-n")
@@ -131,6 +135,7 @@ def build_site(out: Path, *, matrix_options: Sequence[str] = ()) -> None:
                 "the docs",
                 [sys.executable, "-m", "sphinx", "-b", "html", *SPHINX_OPTIONS, "-q"]
                 + ["-d", doctrees, str(DOCSRC), str(staging / "docs")],
+                environment=docs_environment(),
             )
         # The landing page, and no Jekyll on hosts that would run it (it hides _static/)
         (staging / "index.html").write_text(landing_page(projects), encoding="utf-8")
@@ -147,10 +152,17 @@ def build_site(out: Path, *, matrix_options: Sequence[str] = ()) -> None:
     logger.info("site in %s; open %s", out, (out / "index.html").resolve().as_uri())
 
 
-def _run_step(what: str, command: List[str]) -> None:
+def docs_environment() -> Dict[str, str]:
+    """The environment of a docs build: PYTHONPATH as docsrc/Makefile sets it."""
+    folders = [str(REPOSITORY / folder) for folder in DOCS_IMPORTED_FOLDERS]
+    folders += [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(folders))
+
+
+def _run_step(what: str, command: List[str], environment: Optional[Dict[str, str]] = None) -> None:
     """Run one step's command in the repository, its output shown as it comes."""
     logger.info("building %s: %s", what, " ".join(command))
-    completed = subprocess.run(command, cwd=REPOSITORY, check=False)
+    completed = subprocess.run(command, cwd=REPOSITORY, env=environment, check=False)
     if completed.returncode != 0:
         raise SiteError(
             f"building {what} failed (exit status {completed.returncode}, its messages above); "
