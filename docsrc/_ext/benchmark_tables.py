@@ -21,9 +21,6 @@ Directives:
 * ``.. host-heap-table::``: every case of that result file;
 * ``.. offload-step-table::``: every release step of the fork the offload runs measured;
 * ``.. result-source:: <path>``: the command that wrote a result file and the machine it ran on;
-* ``.. cli-usage:: build`` and ``.. cli-options:: build``: the usage line and the options of a
-  command of ``python tools/patched_wheel``, from its argument parser, so that the reference
-  pages never drift from the tool.
 
 Role ``:result:`` writes one value inline: ``:result:`offload_timing/cases/size_gib=64,
 strategy=fork/GBps .1f``` is the ``GBps`` of the first case of
@@ -36,7 +33,6 @@ which, is followed by a dagger whose tooltip says so.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import importlib
 import importlib.util
@@ -409,98 +405,6 @@ class ReadmeTable(SphinxDirective):
         return _rendered(table)
 
 
-def _cli_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``python tools/patched_wheel``, as the command line builds it."""
-    from patched_wheel.__main__ import argument_parser
-
-    return argument_parser()
-
-
-def _command_parser(command: str) -> argparse.ArgumentParser:
-    """The argument parser of one command of ``python tools/patched_wheel``."""
-    for action in _cli_parser()._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            if command in action.choices:
-                parser: argparse.ArgumentParser = action.choices[command]
-                # The same wrapping whatever the terminal of the build.
-                parser.formatter_class = functools.partial(argparse.HelpFormatter, width=88)
-                return parser
-    raise ResultError(f"python tools/patched_wheel has no command {command!r}")
-
-
-USAGE_WIDTH = 48
-
-
-def _usage_groups(usage: str) -> List[str]:
-    """The words of a usage line, each ``[...]`` or ``{...}`` group kept as one word."""
-    groups: List[str] = []
-    depth = 0
-    for word in usage.split():
-        if depth:
-            groups[-1] += " " + word
-        else:
-            groups.append(word)
-        depth += word.count("[") + word.count("{") - word.count("]") - word.count("}")
-    return groups
-
-
-def wrap_usage(usage: str, width: int = USAGE_WIDTH) -> str:
-    """A usage line wrapped between its option groups, continuation lines indented by four.
-
-    argparse aligns continuation lines under the first option, after the long program name,
-    which pushes them past the edge of a page; this wraps narrower and never inside a group.
-    """
-    lines: List[str] = []
-    for group in _usage_groups(usage):
-        if lines and len(lines[-1]) + 1 + len(group) <= width:
-            lines[-1] += " " + group
-        else:
-            lines.append(("    " if lines else "") + group)
-    return "\n".join(lines)
-
-
-class CliUsage(SphinxDirective):
-    """The usage line of one command of the build tool, as its ``--help`` prints it."""
-
-    required_arguments = 1
-
-    def run(self) -> List[nodes.Node]:
-        parser = _command_parser(self.arguments[0])
-        usage = parser.format_usage().strip()
-        usage = usage[len("usage: ") :] if usage.startswith("usage: ") else usage
-        return [nodes.literal_block(text=wrap_usage(usage), language="none", classes=["cli-usage"])]
-
-
-class CliOptions(SphinxDirective):
-    """The options of one command of the build tool: a definition list from its parser."""
-
-    required_arguments = 1
-
-    def run(self) -> List[nodes.Node]:
-        parser = _command_parser(self.arguments[0])
-        items = nodes.definition_list(classes=["cli-options"])
-        for action in parser._actions:
-            if isinstance(action, argparse._HelpAction) or not action.option_strings:
-                continue
-            metavar = "" if action.nargs == 0 else f" {action.metavar or action.dest.upper()}"
-            term = nodes.term()
-            term += nodes.literal(text=", ".join(action.option_strings) + metavar)
-            text = action.help or ""
-            if isinstance(action, argparse._AppendAction):
-                text = (text + "; " if text else "") + "repeat for several"
-            default = action.default
-            if default not in (None, False, []) and "default" not in text:
-                shown = str(default) if isinstance(default, Path) else default
-                repository = str(_repository(Path(self.env.srcdir)))
-                if isinstance(shown, str) and shown.startswith(repository):
-                    shown = shown[len(repository) + 1 :]
-                text += f" (default: {shown})"
-            definition = nodes.definition()
-            definition += nodes.paragraph(text=text[:1].upper() + text[1:] + ".")
-            items += nodes.definition_list_item("", term, definition)
-        return [items]
-
-
 def _select(document: Any, selector: str) -> Any:
     """Walk ``document`` along ``a/b/k=v,k2=v2/c``; ``k=v`` picks the first matching item."""
     value = document
@@ -631,7 +535,5 @@ def setup(app: Sphinx) -> Dict[str, Any]:
     app.add_directive("offload-results", OffloadResults)
     app.add_directive("result-source", ResultSource)
     app.add_directive("readme-table", ReadmeTable)
-    app.add_directive("cli-usage", CliUsage)
-    app.add_directive("cli-options", CliOptions)
     app.add_role("result", result_role)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -117,6 +117,6 @@ class CliOptions(SphinxDirective):
 
 
 def setup(app: Sphinx) -> Dict[str, Any]:
-    app.add_directive("cli-usage", CliUsage, override=True)
-    app.add_directive("cli-options", CliOptions, override=True)
+    app.add_directive("cli-usage", CliUsage)
+    app.add_directive("cli-options", CliOptions)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
