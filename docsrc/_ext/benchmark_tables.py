@@ -429,7 +429,7 @@ def _select(document: Any, selector: str) -> Any:
 
 
 def _format(value: Any, spec: str) -> str:
-    scale = {"GiB": 1 / GiB, "MiB": 1 / MiB, "%": 100.0}
+    scale = {"GiB": 1 / GiB, "MiB": 1 / MiB, "%": 100.0, "ms": 1000.0}
     unit, _, spec = spec.rpartition(":") if ":" in spec else ("", "", spec)
     if unit:
         value = value * scale[unit]
