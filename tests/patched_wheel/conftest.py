@@ -21,8 +21,13 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-def fetch(release: str, python: str = "3.11", platform: str = "manylinux_2_28_x86_64") -> Path:
-    request = BaseRequest(release, platform, python)
+def fetch(
+    release: str,
+    python: str = "3.11",
+    platform: str = "manylinux_2_28_x86_64",
+    distribution: str = "torch-tensorrt",
+) -> Path:
+    request = BaseRequest(release, platform, python, distribution)
     lock = load_lock()
     name = lock.official_name(request)
     assert name is not None

@@ -104,7 +104,7 @@ def _listing_check(args: argparse.Namespace) -> Callable[[bytes, str], Optional[
 
 
 def _matrix(args: argparse.Namespace) -> int:
-    requests = requests_for(args.release, args.platform, args.python)
+    requests = requests_for(args.release, args.platform, args.python, args.distribution)
     lock = load_lock(args.lock)
     entries = build_matrix(requests, out_dir=args.out, cache_dir=args.cache, lock=lock,
                            overlay_path=args.overlay, jobs=args.jobs)  # fmt: skip
@@ -180,7 +180,9 @@ def _register_overlay(args: argparse.Namespace) -> int:
 
 def _lock(args: argparse.Namespace) -> int:
     lock = refresh_lock(
-        requests_for(args.release, args.platform, args.python), path=args.lock, jobs=args.jobs
+        requests_for(args.release, args.platform, args.python, args.distribution),
+        path=args.lock,
+        jobs=args.jobs,
     )
     print(f"{args.lock}: {len(lock.wheels)} official wheels")
     return 0
@@ -237,7 +239,7 @@ def argument_parser() -> argparse.ArgumentParser:
     lock.set_defaults(run=_lock)
     for command in (matrix, lock):
         command.add_argument("--release", type=release, action="append",
-                             help=f"a base release; repeat for more (default: all supported, {', '.join(config.SUPPORTED_RELEASES)})")  # fmt: skip
+                             help="a base release; repeat for more (default: each distribution's supported ones)")  # fmt: skip
         command.add_argument("--platform", type=platform, action="append",
                              help=f"a platform tag; repeat for more (default: {', '.join(config.PLATFORMS)})")  # fmt: skip
         command.add_argument("--python", type=python, action="append",
@@ -245,6 +247,9 @@ def argument_parser() -> argparse.ArgumentParser:
         command.add_argument(
             "--jobs", type=int, default=4, help="parallel downloads (default: %(default)s)"
         )
+        command.add_argument("--distribution", action="append",
+                             type=_argument_type(config.canonical_distribution, "distribution"),
+                             help=f"a distribution; repeat for more (default: {', '.join(config.DISTRIBUTIONS)})")  # fmt: skip
 
     index = commands.add_parser(
         "index", help="write the simple index of a folder of verified wheels"
@@ -314,7 +319,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argument_parser()
     args = parser.parse_args(argv)
     if args.command in ("matrix", "lock"):
-        args.release = args.release or list(config.SUPPORTED_RELEASES)
+        args.distribution = args.distribution or list(config.DISTRIBUTIONS)
         args.platform = args.platform or list(config.PLATFORMS)
         args.python = args.python or list(config.PYTHONS)
     if (

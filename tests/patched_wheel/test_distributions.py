@@ -1,0 +1,211 @@
+"""Both distributions (``torch-tensorrt``, ``torch-tensorrt-rtx``) and the releases where only
+some fixes apply: chosen, built, recorded, verified, listed on their own index pages."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Tuple
+
+import pytest
+from conftest import fetch
+from helpers import UTILS, make_wheel, record_hash, release_repo, run_tool, write_lock
+from patched_wheel import PatchError
+from patched_wheel.config import (
+    DISTRIBUTIONS,
+    FIX_NAMES,
+    REPOSITORY,
+    RTX_RELEASES,
+    TARGET,
+    BaseRequest,
+    canonical_distribution,
+    choice_from_environment,
+)
+from patched_wheel.lock import load_lock
+from patched_wheel.patch import FIXES
+
+RTX = "torch_tensorrt_rtx"
+# An upstream utils.py of 2.8 and 2.9 in miniature: deallocate_module, no host-trim hook.
+UTILS_2_8 = b"""def deallocate_module(module, delete_module=True):
+    del module
+"""
+
+
+def test_the_fix_names_are_the_fix_table() -> None:
+    assert tuple(fix.name for fix in FIXES) == FIX_NAMES
+
+
+def test_the_distribution_is_chosen_by_its_variable() -> None:
+    choice = choice_from_environment({"TORCHTRT_BASE_DISTRIBUTION": "torch-tensorrt-rtx"})
+    assert choice.request.distribution == "torch-tensorrt-rtx"
+    assert canonical_distribution("torch_tensorrt_rtx") == "torch-tensorrt-rtx"
+    with pytest.raises(PatchError, match="TORCHTRT_BASE_DISTRIBUTION='tensorrt-rtx' is not one"):
+        choice_from_environment({"TORCHTRT_BASE_DISTRIBUTION": "tensorrt-rtx"})
+
+
+def test_the_lock_holds_every_rtx_wheel_and_2_8_and_2_9() -> None:
+    lock = load_lock()
+    rtx = [n for n in lock.wheels if n.startswith(f"{RTX}-")]
+    # cp310-cp313 x (Linux x86_64, Windows) per release, and cp314 for 2.14.0; no aarch64.
+    assert len(rtx) == 8 * len(RTX_RELEASES) + 2 and not [n for n in rtx if "aarch64" in n]
+    assert lock.official_name(BaseRequest("2.8.0", "manylinux_2_28_x86_64", "3.11")) == (
+        "torch_tensorrt-2.8.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_34_x86_64.whl"
+    )
+    assert "older than 2.11.0" in lock.unknown_request(
+        BaseRequest("2.10.0", distribution="torch-tensorrt-rtx")
+    )
+    assert "not built for 'manylinux_2_28_aarch64'" in lock.unknown_request(
+        BaseRequest("2.14.0", "manylinux_2_28_aarch64", "3.11", "torch-tensorrt-rtx")
+    )
+
+
+def test_a_release_with_only_the_offload_hook_carries_only_that_fix(tmp_path: Path) -> None:
+    base = make_wheel(tmp_path / "in", version="2.98.0", utils=UTILS_2_8)
+    lock = write_lock(tmp_path / "lock.json", base)
+    done = run_tool(REPOSITORY, "build", "--base-wheel", str(base), "--lock", str(lock),
+                    "--out", str(tmp_path / "out"))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    record = run_tool(REPOSITORY, "provenance", done.stdout.strip())
+    assert "fixes:           offload (not host-trim, input-copy)" in record.stdout
+
+
+@pytest.fixture
+def both(tmp_path: Path) -> Tuple[Path, Path, Path]:
+    """(release repo, lock, cache) with a synthetic base of each distribution, one release."""
+    cache = tmp_path / "cache"
+    bases = [make_wheel(cache, name=name) for name in ("torch_tensorrt", RTX)]
+    return release_repo(tmp_path), write_lock(tmp_path / "lock.json", *bases), cache
+
+
+def test_each_distribution_has_its_own_page_and_each_installer_gets_its_own(
+    both: Tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    repo, lock, cache = both
+    out = tmp_path / "matrix"
+    done = run_tool(repo, "matrix", "--release", "2.99.0", "--platform", "manylinux_2_28_x86_64",
+                    "--python", "3.11", "--lock", str(lock), "--cache", str(cache), "--out", str(out))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    document = json.loads((out / "supported_matrix.json").read_text())
+    assert [(r["distribution"], r["fixes"]) for r in document["releases"]] == [
+        (d, ["offload", "host-trim"]) for d in DISTRIBUTIONS
+    ]
+    pages = {p: (out / "simple" / p / "index.html").read_text() for p in DISTRIBUTIONS}
+    assert f"{RTX}-2.99.0+memfix1." in pages["torch-tensorrt-rtx"]
+    assert f"{RTX}-" not in pages["torch-tensorrt"]
+    # The verdict of every listed wheel, the RTX one too, is a rebuild's.
+    rtx_wheel = next(out.glob(f"{RTX}-*.whl"))
+    verdict = run_tool(repo, "verify", str(rtx_wheel), "--lock", str(lock), "--cache", str(cache))
+    assert "verified: the official torch-tensorrt-rtx wheel" in verdict.stdout, verdict.stderr
+    with zipfile.ZipFile(rtx_wheel) as archive:
+        sbom = archive.read(next(n for n in archive.namelist() if n.endswith(".cdx.json")))
+    assert json.loads(sbom)["metadata"]["component"]["name"] == "torch-tensorrt-rtx"
+    # pip and uv, one index holding both pages, a pin on each: each gets its own project.
+    index = (out / "simple").as_uri()
+    for project, prefix in (("torch-tensorrt", "torch_tensorrt-2"), ("torch-tensorrt-rtx", RTX)):
+        folder = tmp_path / f"pip-{project}"
+        pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--index-url", index, "-d"]
+        pip += [str(folder), "--only-binary=:all:", "--python-version", "3.11", "--platform"]
+        subprocess.run(pip + ["manylinux_2_28_x86_64", f"{project}==2.99.0"], check=True,
+                       capture_output=True)  # fmt: skip
+        assert [p.name.startswith(prefix) for p in folder.iterdir()] == [True]
+        uv = [shutil.which("uv") or "uv", "pip", "compile", "-", "--no-deps", "--index-url"]
+        uv += [index, "--python-version", "3.11", "--python-platform", "x86_64-manylinux_2_28"]
+        resolved = subprocess.run(uv + ["--no-header", "--no-annotate"], check=True, text=True,
+                                  input=f"{project}==2.99.0\n", capture_output=True)  # fmt: skip
+        assert resolved.stdout.split() == [f"{project}==2.99.0+memfix1.2"], resolved.stdout
+
+
+@pytest.mark.network
+def test_the_official_rtx_wheel_patches_as_its_own_project(tmp_path: Path) -> None:
+    base, official = fetch("2.14.0", distribution="torch-tensorrt-rtx"), fetch("2.14.0")
+    with zipfile.ZipFile(base) as rtx, zipfile.ZipFile(official) as plain:
+        assert rtx.read("torch_tensorrt/dynamo/utils.py") == plain.read(
+            "torch_tensorrt/dynamo/utils.py"
+        )
+    done = run_tool(REPOSITORY, "build", "--distribution", "torch-tensorrt-rtx", "--release",
+                    "2.14.0", "--platform", "manylinux_2_28_x86_64", "--python", "3.11", "--out",
+                    str(tmp_path))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    patched = Path(done.stdout.strip())
+    with zipfile.ZipFile(patched) as archive:
+        metadata = archive.read(next(n for n in archive.namelist() if n.endswith("/METADATA")))
+    assert b"Name: torch-tensorrt-rtx\n" in metadata and b"Requires-Dist: tensorrt_rtx" in metadata
+    assert "offload, host-trim" in run_tool(REPOSITORY, "provenance", str(patched)).stdout
+
+
+def test_2_7_is_refused_in_one_line(tmp_path: Path) -> None:
+    done = run_tool(REPOSITORY, "build", "--release", "2.7.0", "--out", str(tmp_path))
+    assert done.returncode == 1 and "older than 2.8.0" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def _source_build(folder: Path, utils: bytes) -> Path:
+    """A fake install of a source build (``2.10.0a0+abc1234``, no official wheel of it): the
+    package, a dist-info with METADATA, WHEEL and RECORD, as pip leaves them."""
+    dist_info = "torch_tensorrt-2.10.0a0+abc1234.dist-info"
+    files = {
+        "torch_tensorrt/__init__.py": b"",
+        "torch_tensorrt/dynamo/__init__.py": b"",
+        TARGET: utils,
+        f"{dist_info}/METADATA": b"Metadata-Version: 2.1\nName: torch_tensorrt\n"
+        b"Version: 2.10.0a0+abc1234\n\n",
+        f"{dist_info}/WHEEL": b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\n"
+        b"Tag: cp311-cp311-linux_x86_64\n",
+        f"{dist_info}/INSTALLER": b"pip\n",
+    }
+    rows = [f"{name},{record_hash(data)},{len(data)}" for name, data in files.items()]
+    rows += ["torch_tensorrt/__pycache__/__init__.cpython-311.pyc,,", f"{dist_info}/RECORD,,"]
+    files[f"{dist_info}/RECORD"] = ("\n".join(rows) + "\n").encode()
+    for name, data in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    return folder
+
+
+@pytest.mark.network
+def test_a_source_build_install_is_patched_from_its_own_files_and_reversed(
+    tmp_path: Path,
+) -> None:
+    with zipfile.ZipFile(fetch("2.10.0")) as official:
+        utils = official.read(TARGET)
+    site = _source_build(tmp_path / "site", utils)
+    out = tmp_path / "out"
+    done = run_tool(REPOSITORY, "build", "--release", "installed", "--out", str(out),
+                    PYTHONPATH=str(site))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    patched = Path(done.stdout.strip())
+    assert patched.name.startswith("torch_tensorrt-2.10.0a0+abc1234.memfix1.")
+    assert "pip install --force-reinstall --no-deps" in done.stderr
+    record = run_tool(REPOSITORY, "provenance", str(patched)).stdout
+    assert "(a local install's files, not an official file)" in record
+    assert "fixes:           offload, host-trim" in record
+    verdict = run_tool(REPOSITORY, "verify", str(patched))
+    assert verdict.returncode == 1 and "made from a local install" in verdict.stdout
+    # The reversal: the saved original, installed over the patched wheel, is the install again.
+    original = out / "torch_tensorrt-2.10.0a0+abc1234-cp311-cp311-linux_x86_64.whl"
+    target = tmp_path / "target"
+    for wheel in (patched, original):
+        pip = [sys.executable, "-m", "pip", "install", "--no-deps", "--upgrade", "--target"]
+        subprocess.run(pip + [str(target), str(wheel)], check=True, capture_output=True)
+        installed = (target / TARGET).read_bytes()
+        assert (installed == utils) == (wheel == original)
+
+
+def test_an_install_that_differs_from_its_record_is_refused(tmp_path: Path) -> None:
+    site = _source_build(tmp_path / "site", UTILS)
+    (site / TARGET).write_bytes(UTILS + b"# edited\n")
+    done = run_tool(REPOSITORY, "build", "--release", "installed", "--out", str(tmp_path / "out"),
+                    PYTHONPATH=str(site))  # fmt: skip
+    assert done.returncode == 1 and "utils.py differs from its RECORD row" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+def test_an_install_where_no_fix_applies_is_refused(tmp_path: Path) -> None:
+    site = _source_build(tmp_path / "site", b"def other():\n    pass\n")
+    done = run_tool(REPOSITORY, "build", "--release", "installed", "--out", str(tmp_path / "out"),
+                    PYTHONPATH=str(site))  # fmt: skip
+    assert done.returncode == 1 and "no fix of the overlay applies" in done.stderr
