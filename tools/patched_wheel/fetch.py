@@ -47,7 +47,7 @@ from importlib import metadata
 found = []
 for name in {config.DISTRIBUTIONS!r}:
     for d in metadata.distributions(name=name):
-        record = [f for f in d.files or () if f.name == "RECORD" and f.parent.suffix == ".dist-info"]
+        record = [f for f in d.files or () if f.match("*.dist-info/RECORD")]
         if d.read_text("WHEEL") and record:
             found.append([name, d.version, d.read_text("WHEEL"), str(d.locate_file("")),
                           record[0].parent.name])
@@ -159,7 +159,8 @@ def find_installed() -> Installed:
         found = []
     if not found:
         raise PatchError(
-            f"'{config.INSTALLED}' asks for the installed {DISTRIBUTION}, and this Python has none; "
+            f"'{config.INSTALLED}' asks for the installed {DISTRIBUTION}, and this Python has "
+            "none; "
             "install it, or give the release (TORCHTRT_BASE_VERSION or --release)"
         )
     if len(found) > 1:

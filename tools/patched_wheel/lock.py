@@ -91,7 +91,8 @@ class Lock:
             raise PatchError(
                 f"{filename} is not in the lock of official wheels, so the build cannot check "
                 f"that it is the official file; choose a supported release "
-                f"({config.supported_releases_text()}) or, for a wheel you trust from another index "
+                f"({config.supported_releases_text()}) or, for a wheel you trust from another "
+                "index "
                 f"(such as a CUDA variant 2.x.y+cu128), {config.UNLOCKED_OPT_IN}"
             )
         logger.warning(
@@ -114,7 +115,8 @@ class Lock:
             return (
                 f"{request.distribution} {request.release} is older than {supported[0]}, the "
                 "first release the lock holds and a fix applies to, so it cannot be patched; "
-                f"supported base releases are {config.supported_releases_text(request.distribution)}"
+                "supported base releases are "
+                f"{config.supported_releases_text(request.distribution)}"
             )
         if not tags and version.local is not None:
             return (
@@ -201,7 +203,8 @@ def open_base(
         )
     if canonicalize_name(parse_wheel_filename(filename)[0]) not in config.DISTRIBUTIONS:
         raise PatchError(
-            f"{filename} is not a wheel of {' or '.join(config.DISTRIBUTIONS)}; give an official one"
+            f"{filename} is not a wheel of {' or '.join(config.DISTRIBUTIONS)}; give an "
+            "official one"
         )
     if local_install:
         logger.warning(
