@@ -115,7 +115,7 @@ def sdist_version(choice: config.BaseChoice) -> str:
     if choice.wheel is not None:
         return patched_version(parse_wheel_name(choice.wheel.name).written_version, label)
     if choice.request.release == config.INSTALLED:
-        return patched_version(installed_request(unlocked=choice.unlocked).release, label)
+        return patched_version(installed_request().release, label)
     return patched_version(choice.request.release, label)
 
 

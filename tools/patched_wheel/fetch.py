@@ -9,9 +9,10 @@ looked up there by that exact name only, and checked against the lock again when
 cache saves downloads, it is not trusted. A base the lock does not know (the user's opt-in)
 is downloaded by pip with ``==`` and no hash, and never cached.
 
-This module also answers ``installed``: the release, Python and platform of the installed
-``torch_tensorrt``, read from its ``.dist-info/WHEEL`` (outside pip's build isolation where
-the build runs inside it).
+This module also answers ``installed``: the distribution, release, Python and platform of the
+installed ``torch_tensorrt``, read from its ``.dist-info`` (outside pip's build isolation
+where the build runs inside it); and, for an install that no official wheel matches (a source
+build, a container's or JetPack's), a wheel of its own files as its RECORD lists them.
 """
 
 from __future__ import annotations
@@ -47,11 +48,10 @@ from importlib import metadata
 found = []
 for name in {config.DISTRIBUTIONS!r}:
     for d in metadata.distributions(name=name):
-        record = [f for f in d.files or () if f.match("*.dist-info/RECORD")]
-        if d.read_text("WHEEL") and record:
-            found.append([name, d.version, d.read_text("WHEEL"), str(d.locate_file("")),
-                          record[0].parent.name])
-            break
+        record = [f.parent.name for f in d.files or () if f.match("*.dist-info/RECORD")]
+        found.append([name, d.version, d.read_text("WHEEL") or "", str(d.locate_file("")),
+                      (record or [""])[0]])
+        break
 print(json.dumps(found))
 """
 
@@ -64,7 +64,7 @@ class Installed:
     version: str
     wheel_text: str
     root: Path
-    dist_info: str
+    dist_info: str  # "" where it has no RECORD (an egg or a develop install)
 
 
 def usable_cache(cache_dir: Path) -> Path:
@@ -171,9 +171,7 @@ def find_installed() -> Installed:
     return found[0]
 
 
-def installed_request(
-    installed: Optional[Installed] = None, *, unlocked: bool = False
-) -> config.BaseRequest:
+def installed_request(installed: Optional[Installed] = None) -> config.BaseRequest:
     """The release, platform and Python of the installed ``torch_tensorrt`` (a patched
     wheel stands for its base; a source build's ``2.10.0a0+abc1234`` is its own release).
 
@@ -226,6 +224,8 @@ def local_install_wheel(installed: Installed, request: config.BaseRequest) -> Tu
     """
     dist_info = installed.root / installed.dist_info
     what = f"the installed {installed.distribution} {installed.version} ({dist_info})"
+    if not installed.dist_info:
+        raise PatchError(f"{what}: has no RECORD (not installed from a wheel); reinstall it")
     try:
         rows = list(csv.reader(io.StringIO((dist_info / "RECORD").read_text("utf-8"))))
     except (OSError, UnicodeDecodeError, csv.Error) as error:
@@ -254,8 +254,10 @@ def local_install_wheel(installed: Installed, request: config.BaseRequest) -> Tu
             f"{what}: {shown or 'RECORD lists no file'}: its files are not the ones it was "
             "installed with, so the build cannot patch them; reinstall it first"
         )
-    name, tag = installed.dist_info[: -len(".dist-info")], f"cp{request.python or ''}"
-    tag = f"{tag.replace('.', '')}-{tag.replace('.', '')}-{request.platform}"
+    python = f"cp{str(request.python).replace('.', '')}"
+    filename = (
+        f"{installed.dist_info[: -len('.dist-info')]}-{python}-{python}-{request.platform}.whl"
+    )
     record = f"{installed.dist_info}/RECORD"
     rows_out = [(p, record_hash(d), str(len(d))) for p, d, _ in members] + [(record, "", "")]
     members.append((record, record_text(rows_out), 0o644))
@@ -265,4 +267,4 @@ def local_install_wheel(installed: Installed, request: config.BaseRequest) -> Tu
             info = zipfile.ZipInfo(path, (1980, 1, 1, 0, 0, 0))
             info.external_attr, info.compress_type = mode << 16, zipfile.ZIP_DEFLATED
             archive.writestr(info, data)
-    return out.getvalue(), f"{name}-{tag}.whl"
+    return out.getvalue(), filename

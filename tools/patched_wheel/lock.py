@@ -176,20 +176,25 @@ def load_lock(path: Path = config.LOCK_FILE) -> Lock:
 def open_base(
     choice: config.BaseChoice, *, lock: Lock, cache_dir: Path = config.DEFAULT_CACHE_DIR
 ) -> BaseWheel:
-    """The base the user chose (a wheel file, or a release fetched into the cache), read
-    once, checked against the lock (or, unlocked, against its own RECORD), then opened."""
+    """The base the user chose (a wheel file, a release fetched into the cache, or an install
+    no official wheel matches, made from its own files), read once, checked against the lock
+    (or, unlocked or a local install, against its own RECORD), then opened."""
     request, local_install = choice.request, False
     if choice.wheel is not None:
         data, filename = config.read_file(choice.wheel, what=choice.wheel_source), choice.wheel.name
     else:
         installed = find_installed() if request.release == config.INSTALLED else None
         if installed is not None:
-            request = installed_request(installed, unlocked=choice.unlocked)
+            request = installed_request(installed)
         name = lock.official_name(request)
         if installed is not None and name is None and not choice.unlocked:
-            # An install no official wheel matches: its own files are the base.
             data, filename = local_install_wheel(installed, request)
             local_install = True
+            logger.warning(
+                "%s is a local install that no official wheel matches: the patched wheel is "
+                "made from its own files (checked against its RECORD) and cannot be verified",
+                filename,
+            )
         elif name is not None:
             path = cached_base(request, name, lock.wheels[name], cache_dir)
             data, filename = config.read_file(path, what="the cached base wheel"), name
@@ -206,13 +211,7 @@ def open_base(
             f"{filename} is not a wheel of {' or '.join(config.DISTRIBUTIONS)}; give an "
             "official one"
         )
-    if local_install:
-        logger.warning(
-            "%s is a local install that no official wheel matches: the patched wheel is made "
-            "from its own files (checked against its RECORD) and cannot be verified",
-            filename,
-        )
-    else:
+    if not local_install:
         lock.check(filename, hashlib.sha256(data).hexdigest(), unlocked=choice.unlocked)
     base = BaseWheel(data, filename, local_install=local_install)
     if filename not in lock.wheels:
