@@ -26,7 +26,10 @@ from patched_wheel.config import (
     choice_from_environment,
 )
 from patched_wheel.lock import load_lock
-from patched_wheel.patch import FIXES
+from patched_wheel.patch import FIXES, Origin, patch_wheel
+from patched_wheel.provenance import SourceRevision
+from patched_wheel.splice import overlay_from_bytes
+from patched_wheel.wheel import BaseWheel
 
 RTX = "torch_tensorrt_rtx"
 # An upstream utils.py of 2.8 and 2.9 in miniature: deallocate_module, no host-trim hook.
@@ -209,3 +212,42 @@ def test_an_install_where_no_fix_applies_is_refused(tmp_path: Path) -> None:
     done = run_tool(REPOSITORY, "build", "--release", "installed", "--out", str(tmp_path / "out"),
                     PYTHONPATH=str(site))  # fmt: skip
     assert done.returncode == 1 and "no fix of the overlay applies" in done.stderr
+
+
+# An overlay with a function of each fix (the branch's overlay may not have prepare_inputs yet).
+OVERLAY = b"""import gc
+
+
+def deallocate_module(module, delete_module=True):
+    gc.collect()
+
+
+def release_host_and_device_memory():
+    gc.collect()
+
+
+def prepare_inputs(inputs, disable_memory_format_check=False):
+    return inputs
+"""
+
+
+@pytest.mark.network
+@pytest.mark.parametrize(
+    "distribution, release, fixes",
+    [
+        # 2.8 and 2.9 lack the heap trim's hook; their prepare_inputs is 2.10's and copies.
+        pytest.param("torch-tensorrt", "2.8.0", ("offload", "input-copy"), id="2.8.0"),
+        pytest.param("torch-tensorrt", "2.9.0", ("offload", "input-copy"), id="2.9.0"),
+        pytest.param("torch-tensorrt-rtx", "2.11.0", FIX_NAMES, id="rtx-2.11.0"),
+        pytest.param("torch-tensorrt-rtx", "2.14.0", ("offload", "host-trim"), id="rtx-2.14.0"),
+    ],
+)
+def test_each_official_base_carries_the_fixes_whose_hooks_it_has(
+    distribution: str, release: str, fixes: Tuple[str, ...]
+) -> None:
+    base = fetch(release, distribution=distribution)
+    origin = Origin("memfix1.2", SourceRevision("0" * 40, False), "1" * 64)
+    wheel = patch_wheel(
+        BaseWheel(base.read_bytes(), base.name), overlay_from_bytes(OVERLAY, "o"), origin=origin
+    )
+    assert wheel.record.fixes == fixes

@@ -59,7 +59,7 @@ README = REPOSITORY / "README.md"
 DISTRIBUTIONS = ("torch-tensorrt", "torch-tensorrt-rtx")
 PROJECT = DISTRIBUTIONS[0]
 # Releases the lock holds wheels of and where at least one fix applies, per distribution
-# (2.8 and 2.9 carry the offload fix only: their upstream has no host-trim hook).
+# (2.8 and 2.9: no host-trim hook there; their prepare_inputs is 2.10's, which copies).
 SUPPORTED_RELEASES = ("2.8.0", "2.9.0", "2.10.0", "2.11.0", "2.12.0", "2.12.1", "2.13.0", "2.14.0")
 RTX_RELEASES = ("2.11.0", "2.12.0", "2.12.1", "2.13.0", "2.14.0")
 RELEASES: Mapping[str, Tuple[str, ...]] = {
