@@ -26,10 +26,10 @@ from patched_wheel.config import (
     choice_from_environment,
 )
 from patched_wheel.lock import load_lock
-from patched_wheel.patch import FIXES, Origin, patch_wheel
-from patched_wheel.provenance import SourceRevision
+from patched_wheel.patch import FIXES, patch_wheel
 from patched_wheel.splice import overlay_from_bytes
 from patched_wheel.wheel import BaseWheel
+from test_patch import ORIGIN, OVERLAY
 
 RTX = "torch_tensorrt_rtx"
 # An upstream utils.py of 2.8 and 2.9 in miniature: deallocate_module, no host-trim hook.
@@ -214,23 +214,6 @@ def test_an_install_where_no_fix_applies_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 1 and "no fix of the overlay applies" in done.stderr
 
 
-# An overlay with a function of each fix (the branch's overlay may not have prepare_inputs yet).
-OVERLAY = b"""import gc
-
-
-def deallocate_module(module, delete_module=True):
-    gc.collect()
-
-
-def release_host_and_device_memory():
-    gc.collect()
-
-
-def prepare_inputs(inputs, disable_memory_format_check=False):
-    return inputs
-"""
-
-
 @pytest.mark.network
 @pytest.mark.parametrize(
     "distribution, release, fixes",
@@ -245,9 +228,8 @@ def prepare_inputs(inputs, disable_memory_format_check=False):
 def test_each_official_base_carries_the_fixes_whose_hooks_it_has(
     distribution: str, release: str, fixes: Tuple[str, ...]
 ) -> None:
-    base = fetch(release, distribution=distribution)
-    origin = Origin("memfix1.2", SourceRevision("0" * 40, False), "1" * 64)
+    base = fetch(release, distribution=distribution)  # with test_patch's synthetic overlay
     wheel = patch_wheel(
-        BaseWheel(base.read_bytes(), base.name), overlay_from_bytes(OVERLAY, "o"), origin=origin
+        BaseWheel(base.read_bytes(), base.name), overlay_from_bytes(OVERLAY, "o"), origin=ORIGIN
     )
     assert wheel.record.fixes == fixes
