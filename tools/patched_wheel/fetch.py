@@ -234,10 +234,10 @@ def local_install_wheel(installed: Installed, request: config.BaseRequest) -> Tu
     problems: List[str] = []
     for row in filter(None, rows):
         path = row[0] if len(row) == 3 else ""
-        top = path.split("/")[0]
-        if not path or path.startswith(("/", "..")) or "__pycache__" in path.split("/"):
-            continue
-        if top == installed.dist_info and path.split("/", 1)[1] in _INSTALLER_FILES:
+        parts = path.replace("\\", "/").split("/")
+        if not path or path.startswith("/") or {"", "..", "__pycache__"} & set(parts):
+            continue  # outside the install folder (scripts), or bytecode
+        if parts[0] == installed.dist_info and parts[-1] in _INSTALLER_FILES:
             continue
         try:
             data = (installed.root / path).read_bytes()
