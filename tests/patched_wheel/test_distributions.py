@@ -146,26 +146,31 @@ def test_2_7_is_refused_in_one_line(tmp_path: Path) -> None:
     assert len(done.stderr.strip().splitlines()) == 1
 
 
-def _source_build(folder: Path, utils: bytes) -> Path:
-    """A fake install of a source build (``2.10.0a0+abc1234``, no official wheel of it): the
-    package, a dist-info with METADATA, WHEEL and RECORD, as pip leaves them."""
-    dist_info = "torch_tensorrt-2.10.0a0+abc1234.dist-info"
+def _source_build(
+    folder: Path,
+    utils: bytes,
+    name: str = "torch_tensorrt",
+    version: str = "2.10.0a0+abc1234",
+    tag: str = "cp311-cp311-linux_x86_64",
+) -> Path:
+    """A fake install (by default of a source build, ``2.10.0a0+abc1234``, no official wheel of
+    it): the package, a dist-info with METADATA, WHEEL and RECORD, as pip leaves them."""
+    dist_info = f"{name}-{version}.dist-info"
     files = {
         "torch_tensorrt/__init__.py": b"",
         "torch_tensorrt/dynamo/__init__.py": b"",
         TARGET: utils,
-        f"{dist_info}/METADATA": b"Metadata-Version: 2.1\nName: torch_tensorrt\n"
-        b"Version: 2.10.0a0+abc1234\n\n",
-        f"{dist_info}/WHEEL": b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\n"
-        b"Tag: cp311-cp311-linux_x86_64\n",
+        f"{dist_info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+        "\n".encode(),
+        f"{dist_info}/WHEEL": f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {tag}\n".encode(),
         f"{dist_info}/INSTALLER": b"pip\n",
     }
-    rows = [f"{name},{record_hash(data)},{len(data)}" for name, data in files.items()]
+    rows = [f"{path},{record_hash(data)},{len(data)}" for path, data in files.items()]
     rows += ["torch_tensorrt/__pycache__/__init__.cpython-311.pyc,,", f"{dist_info}/RECORD,,"]
     files[f"{dist_info}/RECORD"] = ("\n".join(rows) + "\n").encode()
-    for name, data in files.items():
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_bytes(data)
+    for path, data in files.items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_bytes(data)
     return folder
 
 
@@ -233,3 +238,16 @@ def test_each_official_base_carries_the_fixes_whose_hooks_it_has(
         BaseWheel(base.read_bytes(), base.name), overlay_from_bytes(OVERLAY, "o"), origin=ORIGIN
     )
     assert wheel.record.fixes == fixes
+
+
+def test_an_installed_rtx_release_takes_the_official_rtx_base(
+    both: Tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    repo, lock, cache = both
+    site = _source_build(
+        tmp_path / "site", UTILS, RTX, "2.99.0", "cp311-cp311-manylinux_2_28_x86_64"
+    )
+    done = run_tool(repo, "build", "--release", "installed", "--lock", str(lock), "--cache",
+                    str(cache), "--out", str(tmp_path / "out"), PYTHONPATH=str(site))  # fmt: skip
+    assert done.returncode == 0 and "local install" not in done.stderr, done.stderr
+    assert Path(done.stdout.strip()).name.startswith(f"{RTX}-2.99.0+memfix1.2-cp311")
