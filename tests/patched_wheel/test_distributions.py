@@ -90,7 +90,8 @@ def test_each_distribution_has_its_own_page_and_each_installer_gets_its_own(
     repo, lock, cache = both
     out = tmp_path / "matrix"
     done = run_tool(repo, "matrix", "--release", "2.99.0", "--platform", "manylinux_2_28_x86_64",
-                    "--python", "3.11", "--lock", str(lock), "--cache", str(cache), "--out", str(out))  # fmt: skip
+                    "--python", "3.11", "--lock", str(lock), "--cache", str(cache), "--out",
+                    str(out))  # fmt: skip
     assert done.returncode == 0, done.stderr
     document = json.loads((out / "supported_matrix.json").read_text())
     assert [(r["distribution"], r["fixes"]) for r in document["releases"]] == [
