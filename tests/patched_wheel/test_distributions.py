@@ -252,3 +252,18 @@ def test_an_installed_rtx_release_takes_the_official_rtx_base(
                     str(cache), "--out", str(tmp_path / "out"), PYTHONPATH=str(site))  # fmt: skip
     assert done.returncode == 0 and "local install" not in done.stderr, done.stderr
     assert Path(done.stdout.strip()).name.startswith(f"{RTX}-2.99.0+memfix1.2-cp311")
+
+
+def test_refreshing_one_distribution_keeps_the_others_wheels_of_that_release(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import patched_wheel.lock as lock_module
+
+    def no_such_wheel(request: BaseRequest, folder: Path, **_: object) -> Path:
+        raise PatchError("No matching distribution found")  # pip's words, without the network
+
+    monkeypatch.setattr(lock_module, "pip_download", no_such_wheel)
+    bases = [make_wheel(tmp_path, name=name) for name in ("torch_tensorrt", RTX)]
+    path = write_lock(tmp_path / "lock.json", *bases)
+    refreshed = lock_module.refresh_lock([BaseRequest("2.99.0", "win_amd64", "3.11")], path=path)
+    assert list(refreshed.wheels) == [bases[1].name] == list(load_lock(path).wheels)
