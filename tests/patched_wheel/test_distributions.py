@@ -267,3 +267,15 @@ def test_refreshing_one_distribution_keeps_the_others_wheels_of_that_release(
     path = write_lock(tmp_path / "lock.json", *bases)
     refreshed = lock_module.refresh_lock([BaseRequest("2.99.0", "win_amd64", "3.11")], path=path)
     assert list(refreshed.wheels) == [bases[1].name] == list(load_lock(path).wheels)
+
+
+def test_the_pep_517_build_refuses_a_local_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from patched_wheel import backend
+
+    monkeypatch.setenv("PYTHONPATH", str(_source_build(tmp_path / "site", UTILS)))
+    monkeypatch.setenv("TORCHTRT_BASE_VERSION", "installed")
+    with pytest.raises(SystemExit, match="is a local install .* --release installed"):
+        backend.build_wheel(str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
