@@ -54,6 +54,8 @@ def wheels_the_tests_use() -> List[BaseRequest]:
     """Every official wheel a test or fixture takes from the cache (``None``: running)."""
     requests = [BaseRequest(r, "manylinux_2_28_x86_64", "3.11") for r in SUPPORTED_RELEASES]
     requests += [BaseRequest("2.14.0", "win_amd64", "3.11"), BaseRequest(DEFAULT_RELEASE)]
+    requests += [BaseRequest(r, "manylinux_2_28_x86_64", "3.11", "torch-tensorrt-rtx")
+                 for r in ("2.11.0", "2.14.0")]  # fmt: skip
     requests += [BaseRequest(r) for r in installed_helpers.releases_to_test()]
     return requests + list(installed_helpers.INDEX_BASES)
 

@@ -48,14 +48,16 @@ def make_wheel(
     utils: bytes = UTILS,
     record: bool = True,
     tag: str = TAGS,
+    name: str = "torch_tensorrt",
 ) -> Path:
-    """A small torch_tensorrt wheel: ``utils`` as the target, ``files`` added or replacing."""
-    dist_info = f"torch_tensorrt-{version}.dist-info"
+    """A small torch_tensorrt wheel (of distribution ``name``): ``utils`` as the target,
+    ``files`` added or replacing."""
+    dist_info = f"{name}-{version}.dist-info"
     members: Dict[str, bytes] = {
         "torch_tensorrt/__init__.py": b"",
         TARGET: utils,
         "torch_tensorrt/bin/torchtrtc": b"#!/bin/sh\n",
-        f"{dist_info}/METADATA": f"Metadata-Version: 2.1\nName: torch_tensorrt\nVersion: {version}\n"
+        f"{dist_info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
         "Requires-Python: >=3.10\n\nbody\n".encode(),
         f"{dist_info}/WHEEL": f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {tag}\n".encode(),
     }
@@ -63,7 +65,7 @@ def make_wheel(
     rows = "".join(f"{n},{record_hash(d)},{len(d)}\n" for n, d in members.items())
     if record:
         members[f"{dist_info}/RECORD"] = (rows + f"{dist_info}/RECORD,,\n").encode()
-    path = folder / f"torch_tensorrt-{version}-{tag}.whl"
+    path = folder / f"{name}-{version}-{tag}.whl"
     folder.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, data in members.items():

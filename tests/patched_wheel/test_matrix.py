@@ -39,7 +39,7 @@ def test_a_release_the_lock_lacks_is_told_before_any_network(tmp_path: Path) -> 
     from patched_wheel.lock import load_lock
 
     lock = load_lock()
-    assert "older than 2.10.0" in lock.unknown_request(BaseRequest("2.7.0"))
+    assert "older than 2.8.0" in lock.unknown_request(BaseRequest("2.7.0"))
     assert "not built for 'macosx_11_0_arm64'" in lock.unknown_request(
         BaseRequest("2.14.0", "macosx_11_0_arm64", "3.12")
     )

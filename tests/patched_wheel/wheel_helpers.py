@@ -11,10 +11,15 @@ from patched_wheel.patch import current_label
 LABEL = current_label()
 
 
-def fetch(release: str, python: str = "3.11", platform: str = "manylinux_2_28_x86_64") -> Path:
+def fetch(
+    release: str,
+    python: str = "3.11",
+    platform: str = "manylinux_2_28_x86_64",
+    distribution: str = "torch-tensorrt",
+) -> Path:
     """The official wheel of ``release``, from the cache or downloaded (tests using it are
     marked ``network``)."""
-    request = BaseRequest(release, platform, python)
+    request = BaseRequest(release, platform, python, distribution)
     lock = load_lock()
     name = lock.official_name(request)
     assert name is not None

@@ -105,7 +105,7 @@ def _listing_check(args: argparse.Namespace) -> Callable[[bytes, str], Optional[
 
 
 def _matrix(args: argparse.Namespace) -> int:
-    requests = requests_for(args.release, args.platform, args.python)
+    requests = requests_for(args.release, args.platform, args.python, args.distribution)
     lock = load_lock(args.lock)
     entries = build_matrix(requests, out_dir=args.out, cache_dir=args.cache, lock=lock,
                            overlay_path=args.overlay, jobs=args.jobs)  # fmt: skip
@@ -182,7 +182,9 @@ def _register_overlay(args: argparse.Namespace) -> int:
 
 def _lock(args: argparse.Namespace) -> int:
     lock = refresh_lock(
-        requests_for(args.release, args.platform, args.python), path=args.lock, jobs=args.jobs
+        requests_for(args.release, args.platform, args.python, args.distribution),
+        path=args.lock,
+        jobs=args.jobs,
     )
     print(f"{args.lock}: {len(lock.wheels)} official wheels")
     return 0
@@ -241,8 +243,11 @@ def argument_parser() -> argparse.ArgumentParser:
         ("matrix", "--update-docs", dict(action="store_true", help="also rewrite "
          "docsrc/_data/supported_matrix.json and the README's table (only when every wheel "
          "was built)")),
+        ("matrix lock", "--distribution", dict(action="append",
+         type=_argument_type(config.canonical_distribution, "distribution"),
+         help=f"a distribution; {repeat} {', '.join(config.DISTRIBUTIONS)})")),
         ("matrix lock", "--release", dict(type=release, action="append", help=f"a base release; "
-         f"{repeat} all supported, {', '.join(config.SUPPORTED_RELEASES)})")),
+         f"{repeat} each distribution's supported ones)")),
         ("matrix lock", "--platform", dict(type=platform, action="append",
          help=f"a platform tag; {repeat} {', '.join(config.PLATFORMS)})")),
         ("matrix lock", "--python", dict(type=python, action="append",
@@ -288,7 +293,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argument_parser()
     args = parser.parse_args(arguments)
     if args.command in ("matrix", "lock"):
-        args.release = args.release or list(config.SUPPORTED_RELEASES)
+        args.distribution = args.distribution or list(config.DISTRIBUTIONS)
         args.platform = args.platform or list(config.PLATFORMS)
         args.python = args.python or list(config.PYTHONS)
     if (

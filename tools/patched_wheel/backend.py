@@ -40,7 +40,7 @@ from .fetch import installed_request
 from .lock import load_lock, open_base
 from .patch import build_origin, build_patched_wheel, patch_wheel, patched_version, read_overlay
 from .provenance import REVISION_FILE, write_revision_file
-from .wheel import parse_wheel_name
+from .wheel import BaseWheel, parse_wheel_name
 
 ConfigSettings = Optional[Dict[str, Union[str, List[str], None]]]
 
@@ -70,6 +70,19 @@ def _one_line_errors() -> Iterator[None]:
             raise SystemExit(f"error: {error.describe()}") from None
 
 
+def _base_from_environment() -> BaseWheel:
+    """The base the environment chooses; a local install's is refused here, since pip's
+    temporary folder would not keep the original that the way back needs."""
+    base = open_base(config.choice_from_environment(os.environ), lock=load_lock())
+    if base.local_install:
+        raise PatchError(
+            f"{base.filename} is a local install that no official wheel matches; build it with "
+            "'python tools/patched_wheel build --release installed', which keeps the original "
+            "beside the patched wheel for the way back"
+        )
+    return base
+
+
 def get_requires_for_build_wheel(config_settings: ConfigSettings = None) -> List[str]:
     """Nothing beyond ``build-system.requires``."""
     return []
@@ -85,7 +98,7 @@ def prepare_metadata_for_build_wheel(
 ) -> str:
     """Write ``<name>-<version>.dist-info/METADATA`` as the patched wheel will carry it."""
     with _one_line_errors():
-        base = open_base(config.choice_from_environment(os.environ), lock=load_lock())
+        base = _base_from_environment()
         overlay, data = read_overlay()
         patched = patch_wheel(base, overlay, origin=build_origin(data))
         dist_info = patched.filename.split("-")[0] + "-" + patched.record.version + ".dist-info"
@@ -103,7 +116,7 @@ def build_wheel(
 ) -> str:
     """Write the patched wheel of the chosen base into ``wheel_directory``; its file name."""
     with _one_line_errors():
-        base = open_base(config.choice_from_environment(os.environ), lock=load_lock())
+        base = _base_from_environment()
         patched = build_patched_wheel(base, out_dir=Path(wheel_directory))
         print(f"patched wheel: {patched.name}")
     return patched.name
@@ -115,7 +128,7 @@ def sdist_version(choice: config.BaseChoice) -> str:
     if choice.wheel is not None:
         return patched_version(parse_wheel_name(choice.wheel.name).written_version, label)
     if choice.request.release == config.INSTALLED:
-        return patched_version(installed_request(unlocked=choice.unlocked).release, label)
+        return patched_version(installed_request().release, label)
     return patched_version(choice.request.release, label)
 
 

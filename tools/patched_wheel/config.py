@@ -58,9 +58,17 @@ README = REPOSITORY / "README.md"
 # first is the default (TORCHTRT_BASE_DISTRIBUTION, --distribution).
 DISTRIBUTIONS = ("torch-tensorrt", "torch-tensorrt-rtx")
 PROJECT = DISTRIBUTIONS[0]
-# Releases the lock holds wheels of and where at least one fix applies.
-SUPPORTED_RELEASES = ("2.10.0", "2.11.0", "2.12.0", "2.12.1", "2.13.0", "2.14.0")
+# Releases the lock holds wheels of and where at least one fix applies, per distribution
+# (2.8 and 2.9: no host-trim hook there; their prepare_inputs is 2.10's, which copies).
+SUPPORTED_RELEASES = ("2.8.0", "2.9.0", "2.10.0", "2.11.0", "2.12.0", "2.12.1", "2.13.0", "2.14.0")
+RTX_RELEASES = ("2.11.0", "2.12.0", "2.12.1", "2.13.0", "2.14.0")
+RELEASES: Mapping[str, Tuple[str, ...]] = {
+    PROJECT: SUPPORTED_RELEASES,
+    DISTRIBUTIONS[1]: RTX_RELEASES,
+}
 DEFAULT_RELEASE = SUPPORTED_RELEASES[-1]
+# The fixes the overlay may carry (patch.FIXES says what each is and where it applies).
+FIX_NAMES = ("offload", "host-trim", "input-copy")
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_28_aarch64", "win_amd64")
 PYTHONS = ("3.10", "3.11", "3.12", "3.13", "3.14")
 # The module of the base that the overlay is spliced into.
@@ -74,8 +82,8 @@ INSTALLED = "installed"
 MAX_WHEEL_BYTES = 1 << 30
 
 
-def supported_releases_text() -> str:
-    return ", ".join(SUPPORTED_RELEASES)
+def supported_releases_text(distribution: str = PROJECT) -> str:
+    return ", ".join(RELEASES.get(distribution, SUPPORTED_RELEASES))
 
 
 def canonical_release(value: str) -> str:
@@ -127,10 +135,11 @@ def canonical_platform(value: str) -> str:
 
 
 def canonical_distribution(value: str) -> str:
-    """``value`` if it is a distribution the build knows (``torch-tensorrt``, ...)."""
-    if value not in DISTRIBUTIONS:
+    """The distribution ``value`` names (``torch_tensorrt_rtx`` is ``torch-tensorrt-rtx``)."""
+    name = re.sub(r"[-_.]+", "-", value.strip()).lower()
+    if name not in DISTRIBUTIONS:
         raise ValueError(f"{value!r} is not one of the distributions {', '.join(DISTRIBUTIONS)}")
-    return value
+    return name
 
 
 @dataclass(frozen=True)

@@ -9,20 +9,24 @@ looked up there by that exact name only, and checked against the lock again when
 cache saves downloads, it is not trusted. A base the lock does not know (the user's opt-in)
 is downloaded by pip with ``==`` and no hash, and never cached.
 
-This module also answers ``installed``: the release, Python and platform of the installed
-``torch_tensorrt``, read from its ``.dist-info/WHEEL`` (outside pip's build isolation where
-the build runs inside it).
+This module also answers ``installed``: the distribution, release, Python and platform of the
+installed ``torch_tensorrt``, read from its ``.dist-info`` (outside pip's build isolation
+where the build runs inside it); and, for an install that no official wheel matches (a source
+build, a container's or JetPack's), a wheel of its own files as its RECORD lists them.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import logging
 import os
 import subprocess
 import sys
 import tempfile
-from importlib import metadata
+import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -31,18 +35,36 @@ from packaging.version import InvalidVersion, Version
 
 from . import PatchError, config
 from .releases import split_label
-from .wheel import header_values
+from .wheel import header_values, record_hash, record_text
 
 logger = logging.getLogger(__name__)
 
 DISTRIBUTION = "torch_tensorrt"
+# Each distribution found on sys.path: [name, version, WHEEL, the folder its files are
+# relative to, the .dist-info folder's name] (run outside pip's build isolation).
 _QUERY = f"""
 import json
 from importlib import metadata
-found = [[d.version, d.read_text("WHEEL")] for d in metadata.distributions(name={DISTRIBUTION!r})
-         if d.read_text("WHEEL")]
-print(json.dumps(found[0] if found else None))
+found = []
+for name in {config.DISTRIBUTIONS!r}:
+    for d in metadata.distributions(name=name):
+        record = [f.parent.name for f in d.files or () if f.match("*.dist-info/RECORD")]
+        found.append([name, d.version, d.read_text("WHEEL") or "", str(d.locate_file("")),
+                      (record or [""])[0]])
+        break
+print(json.dumps(found))
 """
+
+
+@dataclass(frozen=True)
+class Installed:
+    """A distribution of ``torch_tensorrt`` installed from a wheel, and where its files are."""
+
+    distribution: str
+    version: str
+    wheel_text: str
+    root: Path
+    dist_info: str  # "" where it has no RECORD (an egg or a develop install)
 
 
 def usable_cache(cache_dir: Path) -> Path:
@@ -70,8 +92,9 @@ def pip_download(
     """
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
     command += ["--disable-pip-version-check", "--no-input", "--no-cache-dir", "-d", str(folder)]
-    if request.platform:
-        command += ["--platform", request.platform]
+    if request.platform:  # pip takes a manylinux tag as itself alone, not the older ones
+        for platform in config.platforms_serving(request.platform):
+            command += ["--platform", platform]
     if request.python:
         command += ["--python-version", request.python, "--implementation", "cp"]
     if sha256 is None:
@@ -120,39 +143,43 @@ def unlocked_base(request: config.BaseRequest, cache_dir: Path) -> Tuple[bytes, 
         return config.read_file(downloaded, what="the downloaded wheel"), downloaded.name
 
 
-def _installed() -> Tuple[str, str]:
-    """(version, WHEEL text) of the installed distribution, outside pip's build isolation."""
-    for found in metadata.distributions(name=DISTRIBUTION):
-        if found.read_text("WHEEL"):
-            return found.version, str(found.read_text("WHEEL"))
-    answer = None
-    if any(os.environ.get(name) for name in ("PIP_BUILD_TRACKER", "PIP_REQ_TRACKER")):
-        hidden = ("PYTHONPATH", "PYTHONNOUSERSITE", "PYTHONHOME")  # pip's isolation
-        environ = {k: v for k, v in os.environ.items() if k not in hidden}
-        try:
-            completed = subprocess.run([sys.executable, "-c", _QUERY], env=environ,
-                                       capture_output=True, text=True, check=True)  # fmt: skip
-            answer = json.loads(completed.stdout)
-        except (OSError, subprocess.CalledProcessError, ValueError):
-            answer = None
-    if not answer:
+def find_installed() -> Installed:
+    """The installed distribution of ``torch_tensorrt`` (either of :data:`~.config.DISTRIBUTIONS`),
+    looked up outside pip's build isolation where the build runs inside it."""
+    environ = dict(os.environ)
+    if any(environ.get(name) for name in ("PIP_BUILD_TRACKER", "PIP_REQ_TRACKER")):
+        for hidden in ("PYTHONPATH", "PYTHONNOUSERSITE", "PYTHONHOME"):  # pip's isolation
+            environ.pop(hidden, None)
+    try:
+        completed = subprocess.run([sys.executable, "-c", _QUERY], env=environ,
+                                   capture_output=True, text=True, check=True)  # fmt: skip
+        found = [Installed(str(n), str(v), str(w), Path(r), str(d))
+                 for n, v, w, r, d in json.loads(completed.stdout)]  # fmt: skip
+    except (OSError, subprocess.CalledProcessError, ValueError, TypeError):
+        found = []
+    if not found:
         raise PatchError(
             f"'{config.INSTALLED}' asks for the installed {DISTRIBUTION}, and this Python has "
             "none; "
             "install it, or give the release (TORCHTRT_BASE_VERSION or --release)"
         )
-    return str(answer[0]), str(answer[1])
+    if len(found) > 1:
+        raise PatchError(
+            f"both {' and '.join(i.distribution for i in found)} are installed, into one "
+            f"{DISTRIBUTION} folder; uninstall one, or give the release and distribution"
+        )
+    return found[0]
 
 
-def installed_request(*, unlocked: bool = False) -> config.BaseRequest:
+def installed_request(installed: Optional[Installed] = None) -> config.BaseRequest:
     """The release, platform and Python of the installed ``torch_tensorrt`` (a patched
-    wheel stands for its base).
+    wheel stands for its base; a source build's ``2.10.0a0+abc1234`` is its own release).
 
     Raises:
-        PatchError: If none is installed, it has no CPython tag, or it is a CUDA-variant
-            release and ``unlocked`` is false.
+        PatchError: If none is installed, or it has no CPython tag.
     """
-    version, wheel_text = _installed()
+    installed = installed or find_installed()
+    version = installed.version
     try:
         parsed = Version(version)
     except InvalidVersion:
@@ -162,16 +189,8 @@ def installed_request(*, unlocked: bool = False) -> config.BaseRequest:
             f"the installed {DISTRIBUTION} {version!r} is not a release the build knows; "
             "give the release (TORCHTRT_BASE_VERSION or --release) instead"
         )
-    release, label = split_label(version)
-    if label is None and parsed.local is not None and not unlocked:
-        raise PatchError(
-            f"the installed {DISTRIBUTION} {version} is a CUDA-variant release (+{parsed.local}"
-            "), which the lock of official wheels does not know: the lock holds PyPI's wheels "
-            f"only. To build from it anyway, {config.UNLOCKED_OPT_IN} with your index in "
-            "PIP_INDEX_URL, or set TORCHTRT_BASE_WHEEL to its wheel file"
-        )
     found: List[Tuple[str, str]] = []
-    for value in header_values(wheel_text.encode("utf-8"), "Tag"):
+    for value in header_values(installed.wheel_text.encode("utf-8"), "Tag"):
         try:
             tags = sorted(parse_tag(value), key=str)
         except ValueError:
@@ -186,4 +205,66 @@ def installed_request(*, unlocked: bool = False) -> config.BaseRequest:
             f"the installed {DISTRIBUTION} has no CPython tag in its WHEEL file (not installed "
             "from a wheel?); give the release, platform and Python instead"
         )
-    return config.BaseRequest(release, found[0][1], f"3.{found[0][0][3:]}")
+    release = split_label(version)[0]
+    return config.BaseRequest(release, found[0][1], f"3.{found[0][0][3:]}", installed.distribution)
+
+
+# Files an installer writes into the .dist-info, which no wheel holds.
+_INSTALLER_FILES = ("INSTALLER", "REQUESTED", "direct_url.json", "RECORD")
+
+
+def local_install_wheel(installed: Installed, request: config.BaseRequest) -> Tuple[bytes, str]:
+    """(bytes, file name) of a wheel of the installed distribution's own files, as its RECORD
+    lists them, each checked against its RECORD hash and size: the base for an install that
+    no official wheel matches (a source build, a container's or JetPack's build). Files
+    outside the install folder (scripts) and the installer's own files are left out.
+
+    Raises:
+        PatchError: One line, if a file differs from its RECORD row or is missing.
+    """
+    dist_info = installed.root / installed.dist_info
+    what = f"the installed {installed.distribution} {installed.version} ({dist_info})"
+    if not installed.dist_info:
+        raise PatchError(f"{what}: has no RECORD (not installed from a wheel); reinstall it")
+    try:
+        rows = list(csv.reader(io.StringIO((dist_info / "RECORD").read_text("utf-8"))))
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise PatchError(f"{what}: its RECORD cannot be read ({error}); reinstall it") from None
+    members: List[Tuple[str, bytes, int]] = []
+    problems: List[str] = []
+    for row in filter(None, rows):
+        path = row[0] if len(row) == 3 else ""
+        parts = path.replace("\\", "/").split("/")
+        if not path or path.startswith("/") or {"", "..", "__pycache__"} & set(parts):
+            continue  # outside the install folder (scripts), or bytecode
+        if parts[0] == installed.dist_info and parts[-1] in _INSTALLER_FILES:
+            continue
+        try:
+            data = (installed.root / path).read_bytes()
+        except OSError:
+            problems.append(f"{path} is missing")
+            continue
+        if (record_hash(data), str(len(data))) != (row[1], row[2]):
+            problems.append(f"{path} differs from its RECORD row")
+        else:
+            members.append((path, data, (installed.root / path).stat().st_mode & 0o777))
+    if problems or not members:
+        shown = "; ".join(problems[:3]) + ("; ..." if len(problems) > 3 else "")
+        raise PatchError(
+            f"{what}: {shown or 'RECORD lists no file'}: its files are not the ones it was "
+            "installed with, so the build cannot patch them; reinstall it first"
+        )
+    python = f"cp{str(request.python).replace('.', '')}"
+    filename = (
+        f"{installed.dist_info[: -len('.dist-info')]}-{python}-{python}-{request.platform}.whl"
+    )
+    record = f"{installed.dist_info}/RECORD"
+    rows_out = [(p, record_hash(d), str(len(d))) for p, d, _ in members] + [(record, "", "")]
+    members.append((record, record_text(rows_out), 0o644))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path, data, mode in members:
+            info = zipfile.ZipInfo(path, (1980, 1, 1, 0, 0, 0))
+            info.external_attr, info.compress_type = mode << 16, zipfile.ZIP_DEFLATED
+            archive.writestr(info, data)
+    return out.getvalue(), filename

@@ -23,13 +23,20 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
 from . import PatchError, config
-from .fetch import cached_base, installed_request, pip_download, unlocked_base
+from .fetch import (
+    cached_base,
+    find_installed,
+    installed_request,
+    local_install_wheel,
+    pip_download,
+    unlocked_base,
+)
 from .wheel import BaseWheel, is_wheel_filename
 
 logger = logging.getLogger(__name__)
 
 _ABOUT = (
-    "sha256 of the official torch-tensorrt wheels on PyPI, by file name. "
+    "sha256 of the official torch-tensorrt and torch-tensorrt-rtx wheels on PyPI, by file name. "
     "Refresh with: python tools/patched_wheel lock"
 )
 
@@ -103,13 +110,13 @@ class Lock:
             if _serves(name, request.distribution, Version(request.release))
             for tag in parse_wheel_filename(name)[3]
         ]
-        version = Version(request.release)
-        if not tags and version < Version(config.SUPPORTED_RELEASES[0]):
+        version, supported = Version(request.release), config.RELEASES[request.distribution]
+        if not tags and version < Version(supported[0]):
             return (
-                f"{request.distribution} {request.release} is older than "
-                f"{config.SUPPORTED_RELEASES[0]}"
-                f", the first release the lock holds and a fix applies to, so it cannot be "
-                f"patched; supported base releases are {config.supported_releases_text()}"
+                f"{request.distribution} {request.release} is older than {supported[0]}, the "
+                "first release the lock holds and a fix applies to, so it cannot be patched; "
+                "supported base releases are "
+                f"{config.supported_releases_text(request.distribution)}"
             )
         if not tags and version.local is not None:
             return (
@@ -120,9 +127,10 @@ class Lock:
         if not tags:
             return (
                 f"{request.distribution} {request.release} is not a supported base release; "
-                f"supported base releases are {config.supported_releases_text()} (a newer upstream "
+                "supported base releases are "
+                f"{config.supported_releases_text(request.distribution)} (a newer upstream "
                 f"release needs the lock refreshed: 'python tools/patched_wheel lock --release "
-                f"{request.release}')"
+                f"{request.release} --distribution {request.distribution}')"
             )
         served = set(config.platforms_serving(request.platform))
         platforms = sorted({tag.platform for tag in tags})
@@ -168,16 +176,26 @@ def load_lock(path: Path = config.LOCK_FILE) -> Lock:
 def open_base(
     choice: config.BaseChoice, *, lock: Lock, cache_dir: Path = config.DEFAULT_CACHE_DIR
 ) -> BaseWheel:
-    """The base the user chose (a wheel file, or a release fetched into the cache), read
-    once, checked against the lock (or, unlocked, against its own RECORD), then opened."""
-    request = choice.request
+    """The base the user chose (a wheel file, a release fetched into the cache, or an install
+    no official wheel matches, made from its own files), read once, checked against the lock
+    (or, unlocked or a local install, against its own RECORD), then opened."""
+    request, local_install = choice.request, False
     if choice.wheel is not None:
         data, filename = config.read_file(choice.wheel, what=choice.wheel_source), choice.wheel.name
     else:
-        if request.release == config.INSTALLED:
-            request = installed_request(unlocked=choice.unlocked)
+        installed = find_installed() if request.release == config.INSTALLED else None
+        if installed is not None:
+            request = installed_request(installed)
         name = lock.official_name(request)
-        if name is not None:
+        if installed is not None and name is None and not choice.unlocked:
+            data, filename = local_install_wheel(installed, request)
+            local_install = True
+            logger.warning(
+                "%s is a local install that no official wheel matches: the patched wheel is "
+                "made from its own files (checked against its RECORD) and cannot be verified",
+                filename,
+            )
+        elif name is not None:
             path = cached_base(request, name, lock.wheels[name], cache_dir)
             data, filename = config.read_file(path, what="the cached base wheel"), name
         elif choice.unlocked:
@@ -190,10 +208,12 @@ def open_base(
         )
     if canonicalize_name(parse_wheel_filename(filename)[0]) not in config.DISTRIBUTIONS:
         raise PatchError(
-            f"{filename} is not a {config.DISTRIBUTIONS[0]} wheel; give an official one"
+            f"{filename} is not a wheel of {' or '.join(config.DISTRIBUTIONS)}; give an "
+            "official one"
         )
-    lock.check(filename, hashlib.sha256(data).hexdigest(), unlocked=choice.unlocked)
-    base = BaseWheel(data, filename)
+    if not local_install:
+        lock.check(filename, hashlib.sha256(data).hexdigest(), unlocked=choice.unlocked)
+    base = BaseWheel(data, filename, local_install=local_install)
     if filename not in lock.wheels:
         base.validate_record()  # an unlocked base: checked by nothing but its own RECORD
     return base
@@ -239,8 +259,8 @@ def refresh_lock(
             f"{len(problems)} wheel(s) could not be checked, so the lock is left unchanged:\n"
             + "\n".join(f"  {problem}" for problem in problems)
         )
-    releases = {Version(request.release) for request in requests}
-    kept = {n: d for n, d in old.wheels.items() if parse_wheel_filename(n)[1] not in releases}
+    asked = {(canonicalize_name(r.distribution), Version(r.release)) for r in requests}
+    kept = {n: d for n, d in old.wheels.items() if parse_wheel_filename(n)[:2] not in asked}
     document = {"about": _ABOUT, "wheels": dict(sorted({**kept, **wheels}.items()))}
     config.write_text_atomically(path, json.dumps(document, indent=2) + "\n")
     return Lock({**kept, **wheels})

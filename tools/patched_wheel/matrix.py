@@ -54,18 +54,22 @@ class MatrixEntry:
     patched_wheel: Optional[str]
     seconds: float
     error: Optional[str] = None
+    distribution: str = config.PROJECT
+    fixes: Tuple[str, ...] = ()
 
 
 def requests_for(
-    releases: Sequence[str],
+    releases: Optional[Sequence[str]],
     platforms: Sequence[str],
     pythons: Sequence[str],
-    distribution: str = "torch-tensorrt",
+    distributions: Sequence[str] = (config.PROJECT,),
 ) -> List[config.BaseRequest]:
-    """Every combination of releases, platforms and Python versions."""
+    """Every combination of distributions, releases (none given: each distribution's
+    supported ones), platforms and Python versions."""
     return [
-        config.BaseRequest(r, p, v, distribution)
-        for r, p, v in itertools.product(releases, platforms, pythons)
+        config.BaseRequest(r, p, v, d)
+        for d in distributions
+        for r, p, v in itertools.product(releases or config.RELEASES[d], platforms, pythons)
     ]
 
 
@@ -111,19 +115,12 @@ def build_matrix(
     else:
         built = [_patch_one(item) for item in work]
     entries = []
-    for number, ((name, request), (_, error), (patched, failure, seconds)) in enumerate(
+    for number, ((name, request), (_, error), (patched, failure, seconds, fixes)) in enumerate(
         zip(found.items(), fetched, built), 1
     ):
         error = error or failure
-        entry = MatrixEntry(
-            request.release,
-            str(request.platform),
-            str(request.python),
-            name,
-            patched,
-            seconds,
-            error,
-        )
+        entry = MatrixEntry(request.release, str(request.platform), str(request.python), name,
+                            patched, seconds, error, request.distribution, fixes)  # fmt: skip
         entries.append(entry)
         if error is None:
             logger.info("[%3d/%d] %s (%.2f s)", number, len(found), patched, seconds)
@@ -134,21 +131,22 @@ def build_matrix(
 
 def _patch_one(
     item: Tuple[Optional[Path], str, str, bytes, Origin, Path],
-) -> Tuple[Optional[str], Optional[str], float]:
-    """(patched wheel's name, why it failed, seconds) of one cached base (in a worker)."""
+) -> Tuple[Optional[str], Optional[str], float, Tuple[str, ...]]:
+    """(patched wheel's name, why it failed, seconds, its fixes) of one cached base (in a
+    worker)."""
     path, name, sha256, overlay_data, origin, out_dir = item
     start = time.perf_counter()
     if path is None:
-        return None, None, 0.0
+        return None, None, 0.0, ()
     try:
         data = config.read_file(path, what="the cached base wheel")
         Lock({name: sha256}).check(name, hashlib.sha256(data).hexdigest(), unlocked=False)
         overlay = overlay_from_bytes(overlay_data, "the overlay")
         wheel = patch_wheel(BaseWheel(data, name), overlay, origin=origin)
         config.write_atomically(out_dir / wheel.filename, wheel.data)
-        return wheel.filename, None, time.perf_counter() - start
+        return wheel.filename, None, time.perf_counter() - start, wheel.record.fixes
     except PatchError as error:
-        return None, str(error), time.perf_counter() - start
+        return None, str(error), time.perf_counter() - start, ()
 
 
 def _release_key(release: str) -> Tuple[int, ...]:
@@ -165,62 +163,76 @@ def _built_label(entries: Sequence[MatrixEntry]) -> Optional[str]:
     return labels.pop() if len(labels) == 1 else None
 
 
+def _rows(entries: Sequence[MatrixEntry]) -> List[List[MatrixEntry]]:
+    """The entries of each distribution and release (a row of the tables), in the order of
+    the distributions, then of the releases; in a row, by platform and Python."""
+    rows: Dict[Tuple[str, str], List[MatrixEntry]] = {}
+
+    def place(e: MatrixEntry) -> Tuple[int, Tuple[int, ...], str, Tuple[int, ...]]:
+        distribution = config.DISTRIBUTIONS.index(e.distribution)
+        return distribution, _release_key(e.release), e.platform, config.python_key(e.python)
+
+    for entry in sorted(entries, key=place):
+        rows.setdefault((entry.distribution, entry.release), []).append(entry)
+    return list(rows.values())
+
+
+def _fixes(row: Sequence[MatrixEntry]) -> List[str]:
+    """The fixes the built wheels of a row carry (one upstream module per release, so one
+    set), in the order of :data:`~.config.FIX_NAMES`."""
+    carried = {fix for entry in row for fix in entry.fixes}
+    return [fix for fix in config.FIX_NAMES if fix in carried]
+
+
 def matrix_document(entries: Sequence[MatrixEntry]) -> Dict[str, object]:
-    """The JSON document of the matrix: per release, the patched wheel of each base, and the
-    label those wheels carry (read from their names, so it is the overlay that built them)."""
-    releases: Dict[str, List[Dict[str, object]]] = {}
-    for entry in sorted(
-        entries, key=lambda e: (_release_key(e.release), e.platform, config.python_key(e.python))
-    ):
-        row: Dict[str, object] = {
-            "platform": entry.platform,
-            "python": entry.python,
-            "base_wheel": entry.base_wheel,
-            "patched_wheel": entry.patched_wheel,
-        }
-        if entry.error is not None:
-            row["error"] = entry.error
-        releases.setdefault(entry.release, []).append(row)
+    """The JSON document of the matrix: per distribution and release, the fixes and the
+    patched wheel of each base, and the label those wheels carry (read from their names, so
+    it is the overlay that built them)."""
+    releases = []
+    for row in _rows(entries):
+        wheels: List[Dict[str, object]] = []
+        for entry in row:
+            wheel: Dict[str, object] = {"platform": entry.platform, "python": entry.python,
+                                        "base_wheel": entry.base_wheel,
+                                        "patched_wheel": entry.patched_wheel}  # fmt: skip
+            wheels.append(wheel if entry.error is None else {**wheel, "error": entry.error})
+        releases.append({"distribution": row[0].distribution, "release": row[0].release,
+                         "fixes": _fixes(row), "wheels": wheels})  # fmt: skip
     return {
         "about": "Patched torch_tensorrt wheels the build makes from the official ones. "
         "Generated by: python tools/patched_wheel matrix --update-docs",
         "local_label": _built_label(entries),
-        "releases": [{"release": r, "wheels": w} for r, w in releases.items()],
+        "releases": releases,
     }
 
 
 def readme_table(entries: Sequence[MatrixEntry]) -> str:
-    """A Markdown table: a row per release, the Python versions built for each platform."""
+    """A Markdown table: a row per distribution and release, the fixes its wheels carry and
+    the Python versions built for each platform."""
     platforms = sorted({e.platform for e in entries}, key=list(PLATFORM_TITLES).index)
-    header = ["Base release"] + [PLATFORM_TITLES.get(p, p) for p in platforms]
+    header = ["Distribution", "Base release", "Fixes"]
+    header += [PLATFORM_TITLES.get(p, p) for p in platforms]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    for release in sorted({e.release for e in entries}, key=_release_key):
-        cells = [release]
+    for row in _rows(entries):
+        cells = [row[0].distribution, row[0].release, ", ".join(_fixes(row)) or "-"]
         for platform in platforms:
-            built = sorted(
-                (
-                    e.python
-                    for e in entries
-                    if e.release == release and e.platform == platform and e.error is None
-                ),
-                key=config.python_key,
-            )
+            built = [e.python for e in row if e.platform == platform and e.error is None]
             cells.append(", ".join(built) or "-")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def summary(entries: Sequence[MatrixEntry]) -> str:
-    """The table printed at the end of a run: counts and time per release."""
-    lines = [f"{'release':<10} {'built':>5} {'failed':>6} {'seconds':>8}"]
-    for release in sorted({e.release for e in entries}, key=_release_key):
-        mine = [e for e in entries if e.release == release]
-        failed = sum(e.error is not None for e in mine)
-        seconds = sum(e.seconds for e in mine)
-        lines.append(f"{release:<10} {len(mine) - failed:>5} {failed:>6} {seconds:>8.1f}")
+    """The table printed at the end of a run: counts, time and fixes per release."""
+    lines = [f"{'release':<24} {'built':>5} {'failed':>6} {'seconds':>8} fixes"]
+    for row in _rows(entries):
+        failed = sum(e.error is not None for e in row)
+        seconds = sum(e.seconds for e in row)
+        name, fixes = f"{row[0].distribution} {row[0].release}", ", ".join(_fixes(row)) or "-"
+        lines.append(f"{name:<24} {len(row) - failed:>5} {failed:>6} {seconds:>8.1f} {fixes}")
     failed = sum(e.error is not None for e in entries)
     total = sum(e.seconds for e in entries)
-    lines.append(f"{'total':<10} {len(entries) - failed:>5} {failed:>6} {total:>8.1f}")
+    lines.append(f"{'total':<24} {len(entries) - failed:>5} {failed:>6} {total:>8.1f}")
     return "\n".join(lines)
 
 

@@ -310,6 +310,7 @@ def patch_wheel(base: BaseWheel, overlay: splice.OverlayParts, *, origin: Origin
         tool_sha256=origin.tool_sha256,
         fixes=tuple(fix.name for fix in applied),
         source_date_epoch=origin.source_date_epoch,
+        local_install=base.local_install,
     )
 
     # 6. The members: the base's order, RECORD's signatures dropped, the .dist-info renamed;
@@ -366,6 +367,14 @@ def build_patched_wheel(
     overlay, data = read_overlay(overlay_path)
     patched = patch_wheel(base, overlay, origin=build_origin(data))
     path = Path(out_dir) / patched.filename
+    if base.local_install:  # the only copy of the original once the patched wheel replaces it
+        config.write_atomically(Path(out_dir) / base.filename, base.data)
+        logger.warning(
+            "the original install is saved as %s; to go back to it: pip install "
+            "--force-reinstall --no-deps %s",
+            Path(out_dir) / base.filename,
+            Path(out_dir) / base.filename,
+        )
     config.write_atomically(path, patched.data)
     logger.debug("patched wheel: %s", path)
     return path

@@ -36,6 +36,8 @@ REVISION_FILE = ".source-revision.json"
 UNKNOWN = "unknown"
 RECORD_MEMBER = "sboms/patched_wheel.cdx.json"
 TOOL_NAME = "patched_wheel"
+# The record's word for a base made from an installed distribution's files (no official file).
+LOCAL_INSTALL = "local-install"
 # The cap on an untrusted record (a genuine one is 2 KB). Benefit: a crafted record costs at
 # most this to refuse; cost: none for any record the build writes.
 MAX_RECORD_BYTES = 64 << 10
@@ -170,6 +172,7 @@ class ProvenanceRecord:
     tool_sha256: str
     fixes: Tuple[str, ...] = ()
     source_date_epoch: Optional[str] = None
+    local_install: bool = False  # the base was made from an install's files, not official
 
 
 def record_member(dist_info: str) -> str:
@@ -195,6 +198,8 @@ def record_bytes(record: ProvenanceRecord) -> bytes:
         values["fixes"] = ",".join(record.fixes)
     if record.source_date_epoch is not None:
         values["source_date_epoch"] = record.source_date_epoch
+    if record.local_install:
+        values["base"] = LOCAL_INSTALL
     ancestor = {
         "type": "library",
         "name": base.name,
@@ -241,6 +246,7 @@ def _from_document(document: Any) -> ProvenanceRecord:
         tool_sha256=document["metadata"]["tools"]["components"][0]["hashes"][0]["content"],
         fixes=tuple(fixes.split(",")) if isinstance(fixes, str) else (),
         source_date_epoch=properties.get("source_date_epoch"),
+        local_install=properties.get("base") == LOCAL_INSTALL,
     )
 
 
@@ -290,13 +296,20 @@ def parse_record(data: bytes, what: str) -> ProvenanceRecord:
 def format_record(record: ProvenanceRecord) -> str:
     """The record as lines a person reads (``provenance`` and ``verify`` print them)."""
     dirty = {True: "yes", False: "no", None: "unknown"}[record.dirty]
+    base = parse_wheel_name(record.base_wheel)
+    source = "a local install's files, not an official file" if record.local_install else "official"
+    left_out = [fix for fix in config.FIX_NAMES if fix not in record.fixes]
+    fixes = ", ".join(record.fixes) or "not recorded"
+    if record.fixes and left_out:
+        fixes += f" (not {', '.join(left_out)})"
     lines = [
         f"version:         {record.version}",
+        f"distribution:    {base.name}",
         f"label:           {record.label}",
-        f"base wheel:      {record.base_wheel}",
+        f"base wheel:      {record.base_wheel} ({source})",
         f"base sha256:     {record.base_sha256}",
         f"overlay sha256:  {record.overlay_sha256} ({config.OVERLAY_PATH})",
-        f"fixes:           {', '.join(record.fixes) or 'not recorded'}",
+        f"fixes:           {fixes}",
         f"revision:        {record.revision} (not the revision's overlay and tool: {dirty})",
         f"build tool:      {TOOL_NAME}, sources sha256 {record.tool_sha256}",
     ]

@@ -240,6 +240,12 @@ def verify_bytes(
     except PatchError as error:
         return _not(verification, str(error))
     verification.record = record
+    if record.local_install:
+        return _not(
+            verification,
+            f"made from a local install of {name.name} {base_version}, not from an official "
+            "file, so no official file can rebuild it; its record says what it carries",
+        )
     official = f"{name.written_name}-{base_version}-{name.written_tags}.whl"
     pairs = [("version", record.version, name.written_version), ("label", record.label, label)]
     for what, recorded, actual in pairs + [("base wheel", record.base_wheel, official)]:
@@ -339,8 +345,9 @@ def verify_bytes(
     if hashlib.sha256(rebuilt).hexdigest() == verification.sha256:
         verification.verified = True
         verification.verdict = (
-            f"verified: the official wheel plus this repository's released overlay +{record.label}"
-            ", nothing else (rebuilt byte for byte)"
+            f"verified: the official {name.name} wheel plus this repository's released overlay "
+            f"+{record.label} (fixes: {', '.join(record.fixes)}), nothing else (rebuilt byte for "
+            "byte)"
         )
         return verification
     verification.lines += differences(data, rebuilt)

@@ -129,8 +129,9 @@ class BaseWheel:
     """An official wheel opened from its bytes: its entries, its members' bytes on demand,
     its members' compressed bytes as they lie in the file (for the raw copy)."""
 
-    def __init__(self, data: bytes, filename: str) -> None:
+    def __init__(self, data: bytes, filename: str, *, local_install: bool = False) -> None:
         self.name = parse_wheel_name(filename)
+        self.local_install = local_install  # made from an install's files, not an official file
         self.data = data
         self.sha256 = hashlib.sha256(data).hexdigest()
         try:
