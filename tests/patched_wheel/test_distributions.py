@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Tuple
 
 import pytest
-from conftest import fetch
+from wheel_helpers import fetch
 from helpers import UTILS, make_wheel, record_hash, release_repo, run_tool, write_lock
 from patched_wheel import PatchError
 from patched_wheel.config import (
