@@ -195,12 +195,14 @@ class SupportedMatrix(_ResultDirective):
             pythons: Dict[str, List[str]] = {name: [] for name in platforms}
             for wheel in release["wheels"]:
                 pythons.setdefault(wheel["platform"], []).append(wheel["python"])
-            cells = [release["release"]]
+            cells = [release.get("distribution", "torch-tensorrt"), release["release"]]
+            cells.append(", ".join(release.get("fixes", [])))
             for name in platforms:
                 versions = sorted(pythons[name], key=lambda v: tuple(map(int, v.split("."))))
                 cells.append(", ".join(versions) or "none")
             rows.append(cells)
-        header = ["Base release"] + [PLATFORM_TITLES[name] for name in platforms]
+        header = ["Distribution", "Base release", "Fixes"]
+        header += [PLATFORM_TITLES[name] for name in platforms]
         count = sum(len(release["wheels"]) for release in document["releases"])
         note = f"{count} patched wheels, each with the local label `+{document['local_label']}`."
         return [_table(Table(header, rows, [], numeric_from=0)), _paragraph(note)]
