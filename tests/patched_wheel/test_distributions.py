@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Tuple
 
 import pytest
-from wheel_helpers import fetch
 from helpers import UTILS, make_wheel, record_hash, release_repo, run_tool, write_lock
 from patched_wheel import PatchError
 from patched_wheel.config import (
     DISTRIBUTIONS,
     FIX_NAMES,
+    OVERLAY_RELEASES_FILE,
     REPOSITORY,
     RTX_RELEASES,
     TARGET,
@@ -30,6 +30,12 @@ from patched_wheel.patch import FIXES, patch_wheel
 from patched_wheel.splice import overlay_from_bytes
 from patched_wheel.wheel import BaseWheel
 from test_patch import ORIGIN, OVERLAY
+from wheel_helpers import fetch
+
+# The label of the newest released overlay, which a release repository's build gives.
+RELEASED = "memfix1." + str(
+    max(map(int, json.loads(OVERLAY_RELEASES_FILE.read_text(encoding="utf-8"))["overlays"]))
+)
 
 RTX = "torch_tensorrt_rtx"
 # An upstream utils.py of 2.8 and 2.9 in miniature: deallocate_module, no host-trim hook.
@@ -95,7 +101,7 @@ def test_each_distribution_has_its_own_page_and_each_installer_gets_its_own(
     assert done.returncode == 0, done.stderr
     document = json.loads((out / "supported_matrix.json").read_text())
     assert [(r["distribution"], r["fixes"]) for r in document["releases"]] == [
-        (d, ["offload", "host-trim"]) for d in DISTRIBUTIONS
+        (d, ["offload", "host-trim", "input-copy"]) for d in DISTRIBUTIONS
     ]
     pages = {p: (out / "simple" / p / "index.html").read_text() for p in DISTRIBUTIONS}
     assert f"{RTX}-2.99.0+memfix1." in pages["torch-tensorrt-rtx"]
@@ -120,7 +126,7 @@ def test_each_distribution_has_its_own_page_and_each_installer_gets_its_own(
         uv += [index, "--python-version", "3.11", "--python-platform", "x86_64-manylinux_2_28"]
         resolved = subprocess.run(uv + ["--no-header", "--no-annotate"], check=True, text=True,
                                   input=f"{project}==2.99.0\n", capture_output=True)  # fmt: skip
-        assert resolved.stdout.split() == [f"{project}==2.99.0+memfix1.2"], resolved.stdout
+        assert resolved.stdout.split() == [f"{project}==2.99.0+{RELEASED}"], resolved.stdout
 
 
 @pytest.mark.network
@@ -251,7 +257,7 @@ def test_an_installed_rtx_release_takes_the_official_rtx_base(
     done = run_tool(repo, "build", "--release", "installed", "--lock", str(lock), "--cache",
                     str(cache), "--out", str(tmp_path / "out"), PYTHONPATH=str(site))  # fmt: skip
     assert done.returncode == 0 and "local install" not in done.stderr, done.stderr
-    assert Path(done.stdout.strip()).name.startswith(f"{RTX}-2.99.0+memfix1.2-cp311")
+    assert Path(done.stdout.strip()).name.startswith(f"{RTX}-2.99.0+{RELEASED}-cp311")
 
 
 def test_refreshing_one_distribution_keeps_the_others_wheels_of_that_release(

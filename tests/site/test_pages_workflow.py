@@ -59,8 +59,11 @@ def test_every_run_step_is_one_the_tests_run(
 @pytest.mark.network
 def test_the_workflow_builds_the_site(site: Path) -> None:
     wheels = sorted(path.name for path in site.glob("*.whl"))
-    assert len(wheels) == 1 and "+memfix" in wheels[0], wheels
-    for page in ("index.html", "simple/index.html", "simple/torch-tensorrt/index.html"):
+    # One release, platform and Python: one wheel of each distribution.
+    assert [wheel.split("-")[0] for wheel in wheels] == ["torch_tensorrt", "torch_tensorrt_rtx"]
+    assert all("+memfix" in wheel for wheel in wheels), wheels
+    pages = ["simple/torch-tensorrt/index.html", "simple/torch-tensorrt-rtx/index.html"]
+    for page in ("index.html", "simple/index.html", *pages):
         assert (site / page).is_file(), page
     assert (site / "docs" / "getting_started" / "installation.html").is_file()
     assert not (site / "docs" / ".doctrees").exists()  # Sphinx's cache stays out of the site
