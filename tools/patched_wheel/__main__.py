@@ -24,12 +24,6 @@ import sys
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
-if importlib.util.find_spec("packaging") is None:  # the one package the tool needs
-    sys.exit(
-        "error: the build tool needs the 'packaging' package, which this Python lacks; "
-        f"install it with: {Path(sys.executable).name} -m pip install 'packaging>=24'"
-    )
-
 if __package__ in (None, ""):  # run as ``python tools/patched_wheel``: load the package by
     # its location, then run this module as its part (relative imports need the package).
     _spec = importlib.util.spec_from_file_location(

@@ -1,0 +1,94 @@
+"""What a newcomer meets first: the settings' refusals, the lock's answers, the CLI's help."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import make_wheel, run_tool
+from patched_wheel import PatchError
+from patched_wheel.config import LOCK_FILE, REPOSITORY, BaseRequest, choice_from_environment
+from patched_wheel.lock import load_lock
+
+
+@pytest.mark.parametrize(
+    "environ, fragment",
+    [
+        pytest.param({"TORCHTRT_BASE_RELEASE": "2.13.0"}, "did you mean TORCHTRT_BASE_VERSION (the CLI's --release)", id="alias"),
+        pytest.param({"TORCHTRT_BSAE_VERSION": "2.13.0"}, "did you mean TORCHTRT_BASE_VERSION?", id="near-miss"),
+        pytest.param({"torchtrt_base_version": "2.13.0"}, "torchtrt_base_version is not read: environment variables are case-sensitive; did you mean TORCHTRT_BASE_VERSION?", id="lower-case", marks=pytest.mark.skipif(sys.platform == "win32", reason="Windows environment names are case-insensitive")),
+    ],
+)  # fmt: skip
+def test_a_variable_the_build_does_not_read_is_refused(environ: dict, fragment: str) -> None:
+    with pytest.raises(PatchError, match=re.escape(fragment)):
+        choice_from_environment(environ)
+
+
+def test_a_release_newer_than_the_lock_says_who_adds_it() -> None:
+    message = load_lock().unknown_request(BaseRequest("2.15.0"))
+    assert (
+        "2.14.0 is the newest the lock knows; if upstream has released 2.15.0, a maintainer"
+        in message
+    )
+    assert "'python tools/patched_wheel lock --release 2.15.0'" in message
+
+
+def test_lock_of_a_release_the_index_lacks_fails_and_keeps_the_lock(tmp_path: Path) -> None:
+    index = tmp_path / "index"  # pip's find-links folder: an index of two releases' wheels
+    make_wheel(index, version="2.13.0"), make_wheel(index, version="2.14.0")
+    lock = tmp_path / "lock.json"
+    shutil.copy(LOCK_FILE, lock)
+    before = lock.read_bytes()
+    offline = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(index)}
+    asked = ["--platform", "manylinux_2_28_x86_64", "--python", "3.11", "--lock", str(lock)]
+    done = run_tool(REPOSITORY, "lock", "--release", "2.15.0", *asked, **offline)
+    assert done.returncode == 1 and lock.read_bytes() == before, done.stderr
+    assert (
+        "the index has no wheels of torch-tensorrt 2.15.0 (its newest release is 2.14.0)"
+        in done.stderr
+    )
+    done = run_tool(
+        REPOSITORY, "lock", "--release", "2.14.0", *asked, "--python", "3.12", **offline
+    )
+    assert done.returncode == 0 and "1 of 2 wheels not on the index" in done.stderr, done.stderr
+    assert (
+        "torch_tensorrt-2.14.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+        in json.loads(lock.read_text())["wheels"]
+    )
+
+
+def test_a_python_without_packaging_is_told_in_one_line(tmp_path: Path) -> None:
+    """``pip wheel . --no-build-isolation`` builds with the running Python's packages: in a
+    venv without ``packaging`` (pip vendors its own), the backend says so in one line."""
+    import pip
+
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True
+    )
+    (tmp_path / "path").mkdir()
+    (tmp_path / "path" / "pip").symlink_to(Path(pip.__file__).parent)
+    python = tmp_path / "venv" / "bin" / "python"
+    command = [
+        str(python),
+        "-m",
+        "pip",
+        "wheel",
+        ".",
+        "--no-build-isolation",
+        "--no-deps",
+        "--no-index",
+    ]
+    done = subprocess.run(command + ["-w", str(tmp_path)], cwd=REPOSITORY, env={"PYTHONPATH": str(tmp_path / "path")}, capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.returncode != 0 and "Traceback" not in done.stdout + done.stderr
+    assert (
+        "error: the build needs the 'packaging' package, which this Python lacks"
+        in done.stdout + done.stderr
+    )
+    done = subprocess.run([str(python), "tools/patched_wheel", "--help"], cwd=REPOSITORY, capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert "install it with: python -m pip install 'packaging>=24'" in done.stderr
