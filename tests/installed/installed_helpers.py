@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 import threading
-import zipfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
@@ -21,7 +20,6 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 from patched_wheel.config import DEFAULT_CACHE_DIR, DEFAULT_OVERLAY, BaseChoice, BaseRequest
 from patched_wheel.lock import load_lock, open_base
 from patched_wheel.patch import build_patched_wheel
-from patched_wheel.wheel import record_hash
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -157,29 +155,6 @@ INDEX_BASES = (
     BaseRequest("2.14.0", "win_amd64", "3.12"),
     BaseRequest("2.12.0", "manylinux_2_28_x86_64", "3.11"),
 )
-
-
-def rewrite_wheel(
-    source: Path,
-    dest: Path,
-    change: Callable[[Dict[str, bytes]], None],
-    *,
-    update_record: bool = True,
-) -> Path:
-    """A copy of a wheel with its members changed by ``change`` (and RECORD made to match)."""
-    with zipfile.ZipFile(source) as archive:
-        members = {name: archive.read(name) for name in archive.namelist()}
-    record = next(name for name in members if name.endswith(".dist-info/RECORD"))
-    change(members)
-    if update_record:
-        files = {n: d for n, d in members.items() if n != record and not n.endswith("/")}
-        rows = [f"{n},{record_hash(d)},{len(d)}" for n, d in files.items()]
-        members[record] = ("\n".join(rows + [f"{record},,"]) + "\n").encode()
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return dest
 
 
 def plain_index(folder: Path) -> Path:

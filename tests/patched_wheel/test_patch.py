@@ -4,7 +4,6 @@ the official wheels where truth needs them."""
 from __future__ import annotations
 
 import ast
-import hashlib
 import io
 import os
 import subprocess

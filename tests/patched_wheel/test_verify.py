@@ -12,7 +12,7 @@ import json
 import time
 import zipfile
 from pathlib import Path
-from typing import Tuple
+from typing import Dict, Tuple
 
 import pytest
 from helpers import git, make_wheel, run_tool, write_lock
@@ -318,3 +318,34 @@ def test_an_edited_sdist_builds_a_development_wheel(released: Released, tmp_path
     edited = build(tree, base, lock)
     assert ".dev" not in clean.name and ".dev" in edited.name, (clean.name, edited.name)
     assert "overlay and tool: yes" in run_tool(tree, "provenance", str(edited)).stdout
+
+
+OLD_WRITER = "19c9aaafa64772ae308d4d436259d47b47426870"  # main before verify by rebuilding
+
+
+def test_a_release_of_the_old_writer_verifies_by_its_own_tool(
+    base_wheels: Dict[str, Path], tmp_path: Path
+) -> None:
+    """A wheel built by main's tool before this design (another writer) verifies from this
+    clone: its revision's own tool rebuilds it from git history."""
+    import subprocess
+    import tarfile
+
+    from patched_wheel.releases import main_history
+
+    if OLD_WRITER not in main_history(REPOSITORY):
+        pytest.skip("this clone's main branch does not hold the old writer's commit")
+    tree = tmp_path / "tree"
+    archive = subprocess.run(["git", "-C", str(REPOSITORY), "archive", OLD_WRITER],
+                             check=True, capture_output=True).stdout  # fmt: skip
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(tree, filter="data")
+    (tree / ".source-revision.json").write_text(
+        json.dumps({"revision": OLD_WRITER, "dirty": False})
+    )
+    wheel = build(
+        tree, base_wheels["2.14.0"], REPOSITORY / "tools/patched_wheel/official_wheels.lock.json"
+    )
+    status, report = verify(REPOSITORY, wheel, REPOSITORY / "tools/patched_wheel/official_wheels.lock.json",
+                            base_wheels["2.14.0"].parent)  # fmt: skip
+    assert status == 0 and "own tool, from git history" in report, report

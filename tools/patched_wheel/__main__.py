@@ -22,7 +22,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 if __package__ in (None, ""):  # run as ``python tools/patched_wheel``: load the package by
     # its location, then run this module as its part (relative imports need the package).
@@ -124,7 +124,8 @@ def _matrix(args: argparse.Namespace) -> int:
     if args.update_docs:
         update_docs(entries, docs_matrix=config.DOCS_MATRIX, readme=config.README)
         print(
-            f"updated {config.DOCS_MATRIX.relative_to(config.README.parent)} and the table in README.md"
+            f"updated {config.DOCS_MATRIX.relative_to(config.README.parent)} and the table in "
+            "README.md"
         )
     failed = sum(entry.error is not None for entry in entries)
     if failed:
@@ -187,119 +188,84 @@ def argument_parser() -> argparse.ArgumentParser:
         description="Build patched torch_tensorrt wheels from the official releases.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
+    runs = {"build": _build, "matrix": _matrix, "lock": _lock, "index": _index}
+    runs.update({"verify": _verify, "provenance": _provenance})
+    runs["register-overlay"] = _register_overlay
+    helps = {
+        "build": "build one patched wheel",
+        "matrix": "build every supported release x platform x Python",
+        "lock": "refresh the lock of the official wheels' sha256",
+        "index": "write the simple index of a folder of verified wheels",
+        "verify": "rebuild a patched wheel from its released overlay and compare",
+        "provenance": "print a patched wheel's record",
+        "register-overlay": "release the overlay: give it the registry's next number",
+    }
+    sub = {name: commands.add_parser(name, help=helps[name]) for name in runs}
+    for name, run in runs.items():
+        sub[name].set_defaults(run=run)
     release, platform = _argument_type(config.canonical_release, "release"), _argument_type(
         config.canonical_platform, "platform"
     )
-    python = _argument_type(config.canonical_python, "python")
-
-    build = commands.add_parser("build", help="build one patched wheel")
-    build.add_argument(
-        "--release", type=_argument_type(config.release_or_installed, "release"),
-        help=f"base release to fetch, or '{config.INSTALLED}' for the release, platform and Python of the "
-        f"installed torch_tensorrt (default: TORCHTRT_BASE_VERSION, else {config.DEFAULT_RELEASE}, the newest supported)",
-    )  # fmt: skip
-    build.add_argument(
-        "--platform", type=platform, help="platform tag, e.g. manylinux_2_28_aarch64"
-    )
-    build.add_argument("--python", type=python, help="Python version, e.g. 3.12")
-    build.add_argument(
-        "--distribution", type=_argument_type(config.canonical_distribution, "distribution"),
-        help=f"the official distribution to patch (default: TORCHTRT_BASE_DISTRIBUTION, else {config.DISTRIBUTIONS[0]})",
-    )  # fmt: skip
-    build.add_argument("--base-wheel", type=Path, help="an official wheel file (offline)")
-    build.add_argument(
-        "--unlocked", action="store_true",
-        help="build a base the lock of official wheels does not know (with a warning) instead "
-        "of refusing it; its bytes are then checked by nothing but its own RECORD",
-    )  # fmt: skip
-    build.add_argument(
-        "--out", type=Path, default=Path("dist"), help="output folder (default: %(default)s)"
-    )
-    build.set_defaults(run=_build)
-
-    matrix = commands.add_parser("matrix", help="build every supported release x platform x Python")
-    matrix.add_argument(
-        "--out", type=Path, default=Path("dist/matrix"), help="output folder (default: %(default)s)"
-    )
-    matrix.add_argument(
-        "--update-docs", action="store_true",
-        help="also rewrite docsrc/_data/supported_matrix.json and the README's table (only "
-        "when every wheel was built)",
-    )  # fmt: skip
-    matrix.set_defaults(run=_matrix)
-    lock = commands.add_parser("lock", help="refresh the lock of the official wheels' sha256")
-    lock.set_defaults(run=_lock)
-    for command in (matrix, lock):
-        command.add_argument("--release", type=release, action="append",
-                             help=f"a base release; repeat for more (default: all supported, {', '.join(config.SUPPORTED_RELEASES)})")  # fmt: skip
-        command.add_argument("--platform", type=platform, action="append",
-                             help=f"a platform tag; repeat for more (default: {', '.join(config.PLATFORMS)})")  # fmt: skip
-        command.add_argument("--python", type=python, action="append",
-                             help=f"a Python version; repeat for more (default: {', '.join(config.PYTHONS)})")  # fmt: skip
-        command.add_argument(
-            "--jobs", type=int, default=4, help="parallel downloads (default: %(default)s)"
-        )
-
-    index = commands.add_parser(
-        "index", help="write the simple index of a folder of verified wheels"
-    )
-    index.add_argument("dir", metavar="DIR", type=Path, help="folder of wheels (writes DIR/simple)")
-    index.set_defaults(run=_index)
-    verify = commands.add_parser(
-        "verify", help="rebuild a patched wheel from its released overlay and compare"
-    )
-    verify.add_argument("patched_wheel", metavar="PATCHED_WHEEL", type=Path, help="the wheel")
-    verify.add_argument(
-        "--base-wheel", type=Path, help="the official wheel file (default: fetch it)"
-    )
-    verify.add_argument(
-        "--unlocked", action="store_true",
-        help="compare against an official wheel the lock does not know; its bytes are then "
-        "checked by nothing but its own RECORD",
-    )  # fmt: skip
-    verify.add_argument(
-        "--full-diff", action="store_true",
-        help=f"print every difference (by default the first {SHOWN_DIFFERENCES} lines)",
-    )  # fmt: skip
-    verify.set_defaults(run=_verify)
-    for command in (index, verify):
-        command.add_argument(
-            "--overlay", type=Path,
-            help="check that the wheel's record names this overlay (default: the overlay of the "
-            "record's revision, from git history)",
-        )  # fmt: skip
-
-    provenance = commands.add_parser("provenance", help="print a patched wheel's record")
-    provenance.add_argument("wheel", metavar="PATCHED_WHEEL", type=Path, help="the wheel")
-    provenance.set_defaults(run=_provenance)
-    register = commands.add_parser(
-        "register-overlay", help="release the overlay: give it the registry's next number"
-    )
-    register.add_argument(
-        "--overlay", type=Path, default=config.DEFAULT_OVERLAY, help="the overlay"
-    )
-    register.add_argument(
-        "--registry", type=Path, default=config.OVERLAY_RELEASES_FILE, help="the registry file"
-    )
-    register.set_defaults(run=_register_overlay)
-
-    for command in (build, matrix, lock, verify, index):
-        command.add_argument(
-            "--lock",
-            type=Path,
-            default=config.LOCK_FILE,
-            help="the lock file (default: %(default)s)",
-        )
-        if command is not lock:
-            command.add_argument("--cache", type=Path, default=config.DEFAULT_CACHE_DIR,
-                                 help="folder of downloaded official wheels (default: %(default)s)")  # fmt: skip
-        if command in (build, matrix):
-            command.add_argument(
-                "--overlay",
-                type=Path,
-                default=config.DEFAULT_OVERLAY,
-                help="the overlay (default: %(default)s)",
-            )
+    python, out, default = _argument_type(config.canonical_python, "python"), Path, "%(default)s"
+    unchecked = "; its bytes are then checked by nothing but its own RECORD"
+    repeat = "repeat for more (default:"
+    # (the commands, the option's names, its settings), in the order the help lists them.
+    options: List[Tuple[str, str, Dict[str, Any]]] = [
+        ("build", "--release", dict(type=_argument_type(config.release_or_installed, "release"),
+         help=f"base release to fetch, or '{config.INSTALLED}' for the release, platform and "
+         "Python of the installed torch_tensorrt (default: TORCHTRT_BASE_VERSION, else "
+         f"{config.DEFAULT_RELEASE}, the newest supported)")),
+        ("build", "--platform", dict(type=platform,
+         help="platform tag, e.g. manylinux_2_28_aarch64")),
+        ("build", "--python", dict(type=python, help="Python version, e.g. 3.12")),
+        ("build", "--distribution", dict(
+         type=_argument_type(config.canonical_distribution, "distribution"),
+         help="the official distribution to patch (default: TORCHTRT_BASE_DISTRIBUTION, else "
+         f"{config.DISTRIBUTIONS[0]})")),
+        ("build", "--base-wheel", dict(type=Path, help="an official wheel file (offline)")),
+        ("build", "--unlocked", dict(action="store_true", help="build a base the lock of "
+         f"official wheels does not know (with a warning) instead of refusing it{unchecked}")),
+        ("build", "--out", dict(type=out, default=Path("dist"),
+         help=f"output folder (default: {default})")),
+        ("matrix", "--out", dict(type=out, default=Path("dist/matrix"),
+         help=f"output folder (default: {default})")),
+        ("matrix", "--update-docs", dict(action="store_true", help="also rewrite "
+         "docsrc/_data/supported_matrix.json and the README's table (only when every wheel "
+         "was built)")),
+        ("matrix lock", "--release", dict(type=release, action="append", help=f"a base release; "
+         f"{repeat} all supported, {', '.join(config.SUPPORTED_RELEASES)})")),
+        ("matrix lock", "--platform", dict(type=platform, action="append",
+         help=f"a platform tag; {repeat} {', '.join(config.PLATFORMS)})")),
+        ("matrix lock", "--python", dict(type=python, action="append",
+         help=f"a Python version; {repeat} {', '.join(config.PYTHONS)})")),
+        ("matrix lock", "--jobs", dict(type=int, default=4,
+         help=f"parallel downloads (default: {default})")),
+        ("index", "dir", dict(metavar="DIR", type=Path,
+         help="folder of wheels (writes DIR/simple)")),
+        ("verify", "patched_wheel", dict(metavar="PATCHED_WHEEL", type=Path, help="the wheel")),
+        ("verify", "--base-wheel", dict(type=Path,
+         help="the official wheel file (default: fetch it)")),
+        ("verify", "--unlocked", dict(action="store_true",
+         help=f"compare against an official wheel the lock does not know{unchecked}")),
+        ("verify", "--full-diff", dict(action="store_true", help="print every difference (by "
+         f"default the first {SHOWN_DIFFERENCES} lines)")),
+        ("index verify", "--overlay", dict(type=Path, help="check that the wheel's record names "
+         "this overlay (default: the overlay of the record's revision, from git history)")),
+        ("provenance", "wheel", dict(metavar="PATCHED_WHEEL", type=Path, help="the wheel")),
+        ("register-overlay", "--overlay", dict(type=Path, default=config.DEFAULT_OVERLAY,
+         help="the overlay")),
+        ("register-overlay", "--registry", dict(type=Path, default=config.OVERLAY_RELEASES_FILE,
+         help="the registry file")),
+        ("build matrix lock verify index", "--lock", dict(type=Path, default=config.LOCK_FILE,
+         help=f"the lock file (default: {default})")),
+        ("build matrix verify index", "--cache", dict(type=Path, default=config.DEFAULT_CACHE_DIR,
+         help=f"folder of downloaded official wheels (default: {default})")),
+        ("build matrix", "--overlay", dict(type=Path, default=config.DEFAULT_OVERLAY,
+         help=f"the overlay (default: {default})")),
+    ]  # fmt: skip
+    for names, flag, settings in options:
+        for name in names.split():
+            sub[name].add_argument(flag, **settings)
     return parser
 
 

@@ -145,7 +145,8 @@ class BaseRequest:
 
     def describe(self) -> str:
         python = f"Python {self.python}" if self.python else "this Python"
-        return f"{self.distribution}=={self.release} for {python} on {self.platform or 'this platform'}"
+        platform = self.platform or "this platform"
+        return f"{self.distribution}=={self.release} for {python} on {platform}"
 
     def acceptable_tags(self) -> FrozenSet[tags.Tag]:
         """The tags a wheel may carry to serve this request (older manylinux included)."""

@@ -137,7 +137,8 @@ def _installed() -> Tuple[str, str]:
             answer = None
     if not answer:
         raise PatchError(
-            f"'{config.INSTALLED}' asks for the installed {DISTRIBUTION}, and this Python has none; "
+            f"'{config.INSTALLED}' asks for the installed {DISTRIBUTION}, and this Python has "
+            "none; "
             "install it, or give the release (TORCHTRT_BASE_VERSION or --release)"
         )
     return str(answer[0]), str(answer[1])

@@ -142,7 +142,8 @@ def write_simple_index(wheel_dir: Path, *, check: ListingCheck) -> Path:
             project = parse_wheel_name(path.name).name
             if project not in map(canonicalize_name, config.DISTRIBUTIONS):
                 raise PatchError(
-                    f"{path.name}: not a {config.DISTRIBUTIONS[0]} wheel; the index lists only this "
+                    f"{path.name}: not a {config.DISTRIBUTIONS[0]} wheel; the index lists only "
+                    "this "
                     "repository's patched wheels, move it out of the folder"
                 )
             data = config.read_file(path, what="the wheel", cap=config.MAX_WHEEL_BYTES)

@@ -85,7 +85,8 @@ class Lock:
             raise PatchError(
                 f"{filename} is not in the lock of official wheels, so the build cannot check "
                 f"that it is the official file; choose a supported release "
-                f"({config.supported_releases_text()}) or, for a wheel you trust from another index "
+                f"({config.supported_releases_text()}) or, for a wheel you trust from another "
+                "index "
                 f"(such as a CUDA variant 2.x.y+cu128), {config.UNLOCKED_OPT_IN}"
             )
         logger.warning(
@@ -112,7 +113,8 @@ class Lock:
         version = Version(request.release)
         if not tags and version < Version(config.SUPPORTED_RELEASES[0]):
             return (
-                f"{request.distribution} {request.release} is older than {config.SUPPORTED_RELEASES[0]}"
+                f"{request.distribution} {request.release} is older than "
+                f"{config.SUPPORTED_RELEASES[0]}"
                 f", the first release the lock holds and a fix applies to, so it cannot be "
                 f"patched; supported base releases are {config.supported_releases_text()}"
             )

@@ -240,17 +240,20 @@ def patch_wheel(base: BaseWheel, overlay: splice.OverlayParts, *, origin: Origin
     # 2. The layout: the target there, nothing in the way of the new names or shadowing it.
     if config.TARGET not in base.by_name:
         raise PatchError(
-            f"{wheel}: has no {config.TARGET}; this is not a torch_tensorrt wheel the overlay fits. "
+            f"{wheel}: has no {config.TARGET}; this is not a torch_tensorrt wheel the overlay "
+            "fits. "
             f"Supported base releases are {config.supported_releases_text()}"
         )
     for name in base.by_name:
         if name.split("/")[0] == dist_info:
             raise PatchError(
-                f"{wheel}: already has a member {name!r} under the patched wheel's .dist-info name; use the official wheel"
+                f"{wheel}: already has a member {name!r} under the patched wheel's .dist-info "
+                "name; use the official wheel"
             )
         if _shadows_target(name):
             raise PatchError(
-                f"{wheel}: holds {name!r}, which would be imported or installed instead of the patched {config.TARGET}; use the official wheel"
+                f"{wheel}: holds {name!r}, which would be imported or installed instead of the "
+                f"patched {config.TARGET}; use the official wheel"
             )
 
     # 3. The fixes that apply: each where its hook is found; none is a refusal.
@@ -280,7 +283,8 @@ def patch_wheel(base: BaseWheel, overlay: splice.OverlayParts, *, origin: Origin
     if rebound is not None:
         raise PatchError(
             f"{wheel}: {config.TARGET} binds {rebound[0]!r} again at line {rebound[1]}, after the "
-            "definition the overlay replaces, so the fix would not take effect; use the official wheel"
+            "definition the overlay replaces, so the fix would not take effect; use the "
+            "official wheel"
         )
     sources = {
         name: base.read(name, 1 << 20)

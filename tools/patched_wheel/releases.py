@@ -42,7 +42,8 @@ _ABOUT = (
 DEV_DIGITS = 10  # hex digits of the overlay's sha256 in a development label
 # Every label the fork has written: memfix1, memfix1.N, memfix1.N.dev.gSHA, memfix1.devN.gSHA.
 _LABEL = re.compile(
-    rf"{config.LABEL_NAME}(?:\.(?P<number>[1-9][0-9]*)(?:\.dev\.g(?P<old>[0-9a-f]{{{DEV_DIGITS}}}))?"
+    rf"{config.LABEL_NAME}(?:\.(?P<number>[1-9][0-9]*)"
+    rf"(?:\.dev\.g(?P<old>[0-9a-f]{{{DEV_DIGITS}}}))?"
     rf"|\.dev(?P<after>[0-9]+)\.g(?P<sha>[0-9a-f]{{{DEV_DIGITS}}}))?"
 )
 _SHA256 = re.compile(r"[0-9a-f]{64}")

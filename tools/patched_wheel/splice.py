@@ -18,7 +18,8 @@ base back unchanged, and splicing the result again changes nothing.
 
 Before the splice, every call of a replaced function in the base package is bound to the
 overlay's signature (:func:`check_call_sites`), read from the overlay's AST: the overlay is
-never imported by the build (it needs torch). The cost is linear in the size of the base's module, and bounded: a source larger than
+never imported by the build (it needs torch). The cost is linear in the size of the base's
+module, and bounded: a source larger than
 :data:`MAX_SOURCE_BYTES` or nested deeper than :data:`MAX_NESTING` is refused before it is
 parsed or compiled (CPython's compiler recurses once per level and ends in ``RecursionError``
 on a long enough expression).

@@ -116,7 +116,8 @@ def differences(candidate: bytes, rebuilt: bytes) -> List[str]:
             lines.append(f"  {_shown(name)}: {'not in the rebuild' if mine is None else 'missing'}")
         elif (mine.CRC, mine.file_size) != (other.CRC, other.file_size):
             lines.append(
-                f"  {_shown(name)}: contents differ ({other.file_size} bytes, the rebuild's {mine.file_size})"
+                f"  {_shown(name)}: contents differ ({other.file_size} bytes, the rebuild's "
+                f"{mine.file_size})"
             )
             if name.endswith(("METADATA", ".py", "RECORD")) and other.file_size <= MAX_DIFFED_BYTES:
                 try:
@@ -128,7 +129,8 @@ def differences(candidate: bytes, rebuilt: bytes) -> List[str]:
                     lines.append("  (its bytes cannot be read)")
         elif mine.external_attr != other.external_attr:
             lines.append(
-                f"  {_shown(name)}: mode {other.external_attr >> 16:o}, the rebuild's {mine.external_attr >> 16:o}"
+                f"  {_shown(name)}: mode {other.external_attr >> 16:o}, the rebuild's "
+                f"{mine.external_attr >> 16:o}"
             )
     if not lines:
         lines.append(
@@ -239,8 +241,8 @@ def verify_bytes(
         return _not(verification, str(error))
     verification.record = record
     official = f"{name.written_name}-{base_version}-{name.written_tags}.whl"
-    for what, recorded, actual in [("version", record.version, name.written_version),
-                                   ("label", record.label, label), ("base wheel", record.base_wheel, official)]:  # fmt: skip
+    pairs = [("version", record.version, name.written_version), ("label", record.label, label)]
+    for what, recorded, actual in pairs + [("base wheel", record.base_wheel, official)]:
         if recorded != actual:
             return _not(
                 verification,
@@ -261,7 +263,8 @@ def verify_bytes(
     if development is not None:
         return _not(
             verification,
-            f"a development build of overlay {record.overlay_sha256[:12]}, not a release of this fork",
+            f"a development build of overlay {record.overlay_sha256[:12]}, not a release of "
+            "this fork",
         )
     if number is None or record.revision == provenance.UNKNOWN or record.dirty is not False:
         return _not(
@@ -297,7 +300,8 @@ def verify_bytes(
         != record.overlay_sha256
     ):
         raise PatchError(
-            f"--overlay is not the overlay the wheel's record names ({record.overlay_sha256}); leave it out"
+            f"--overlay is not the overlay the wheel's record names ({record.overlay_sha256}); "
+            "leave it out"
         )
 
     # 3. The base, by the recorded name and sha256.
