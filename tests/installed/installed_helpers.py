@@ -17,7 +17,16 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
-from patched_wheel.config import DEFAULT_CACHE_DIR, DEFAULT_OVERLAY, BaseChoice, BaseRequest
+import pytest
+from patched_wheel import PatchError
+from patched_wheel.config import (
+    DEFAULT_CACHE_DIR,
+    DEFAULT_OVERLAY,
+    REPOSITORY,
+    BaseChoice,
+    BaseRequest,
+)
+from patched_wheel.fetch import cached_base
 from patched_wheel.lock import load_lock, open_base
 from patched_wheel.patch import build_patched_wheel
 
@@ -49,6 +58,29 @@ def releases_to_test() -> Tuple[str, ...]:
     return tuple(r.strip() for r in chosen.split(",") if r.strip()) or INSTALLED_RELEASES
 
 
+def official_wheel(request: BaseRequest, cache_dir: Path = DEFAULT_CACHE_DIR) -> Optional[Path]:
+    """The cached official wheel of ``request``, downloaded where missing; ``None`` if PyPI
+    has none (the lock, refreshed from PyPI, knows no such file). A run that cannot download
+    fails with what to do, instead of the build's advice on choosing a base."""
+    lock = load_lock()
+    name = lock.official_name(request)
+    if name is None:
+        return None
+    if (cache_dir / name).is_file():
+        return cache_dir / name
+    why = "PIP_NO_INDEX or UV_OFFLINE is set"
+    if not (os.environ.get("PIP_NO_INDEX") or os.environ.get("UV_OFFLINE")):
+        try:
+            return cached_base(request, name, lock.wheels[name], cache_dir)
+        except PatchError as error:
+            why = str(error).splitlines()[0].rstrip(":")
+    pytest.fail(
+        f"{name} is not in {os.path.relpath(cache_dir, REPOSITORY)} and this run cannot "
+        f"download: run 'python3 tests/fetch_wheels.py' once with network ({why})",
+        pytrace=False,
+    )
+
+
 class PatchedWheels:
     """Patched wheels built once per test session, by base wheel, from any thread."""
 
@@ -60,10 +92,10 @@ class PatchedWheels:
     def of(self, request: BaseRequest) -> Optional[Path]:
         """The patched wheel of ``request``'s official wheel; ``None`` if PyPI has none (the
         lock, refreshed from PyPI, knows no such file)."""
-        lock = load_lock()
-        if lock.official_name(request) is None:
+        path = official_wheel(request)
+        if path is None:
             return None
-        base = open_base(BaseChoice(request), lock=lock, cache_dir=DEFAULT_CACHE_DIR)
+        base = open_base(BaseChoice(wheel=path), lock=load_lock())
         with self._lock:
             future = self._building.get(base.filename)
             owner = future is None

@@ -8,9 +8,8 @@ from typing import Dict, Tuple
 
 import pytest
 from helpers import make_wheel, release_repo, write_lock
-from patched_wheel.config import DEFAULT_CACHE_DIR, SUPPORTED_RELEASES, VARIABLES, BaseRequest
-from patched_wheel.fetch import cached_base
-from patched_wheel.lock import load_lock
+from installed_helpers import official_wheel
+from patched_wheel.config import SUPPORTED_RELEASES, VARIABLES, BaseRequest
 from patched_wheel.splice import load_overlay
 
 
@@ -22,11 +21,9 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def fetch(release: str, python: str = "3.11", platform: str = "manylinux_2_28_x86_64") -> Path:
-    request = BaseRequest(release, platform, python)
-    lock = load_lock()
-    name = lock.official_name(request)
-    assert name is not None
-    return cached_base(request, name, lock.wheels[name], DEFAULT_CACHE_DIR)
+    path = official_wheel(BaseRequest(release, platform, python))
+    assert path is not None, f"the lock has no {release} wheel for {python} on {platform}"
+    return path
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers import make_wheel, run_tool
+from installed_helpers import official_wheel
 from patched_wheel import PatchError
 from patched_wheel.config import LOCK_FILE, REPOSITORY, BaseRequest, choice_from_environment
 from patched_wheel.lock import load_lock
@@ -92,3 +94,27 @@ def test_a_python_without_packaging_is_told_in_one_line(tmp_path: Path) -> None:
     done = subprocess.run([str(python), "tools/patched_wheel", "--help"], cwd=REPOSITORY, capture_output=True, text=True, check=False)  # fmt: skip
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
     assert "install it with: python -m pip install 'packaging>=24'" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [
+        pytest.param({"UV_OFFLINE": "1"}, id="offline"),
+        pytest.param({"PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": "file:///nonexistent", "PIP_FIND_LINKS": ""}, id="download-fails"),
+    ],
+)  # fmt: skip
+def test_a_run_that_cannot_download_says_to_fetch_the_wheels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, environ: dict
+) -> None:
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    request = BaseRequest("2.14.0", "manylinux_2_28_x86_64", "3.11")
+    with pytest.raises(pytest.fail.Exception, match="is not in .* and this run cannot download: run 'python3 tests/fetch_wheels.py' once with network"):  # fmt: skip
+        official_wheel(request, tmp_path)
+
+
+@pytest.mark.network  # offline, it passes once the cache is filled
+def test_fetch_wheels_fetches_each_file_once_and_sums_up() -> None:
+    done = subprocess.run([sys.executable, str(REPOSITORY / "tests" / "fetch_wheels.py")], env=dict(os.environ, PIP_NO_INDEX="1"), capture_output=True, text=True, check=False)  # fmt: skip
+    lines = done.stdout.splitlines()
+    assert re.fullmatch(r"fetch_wheels: (\d+) official wheels in \.cache/base-wheels \(0 downloaded, \1 already there\); build requirements in \.cache/build-requirements", lines[-1]), done.stdout  # fmt: skip
