@@ -118,3 +118,49 @@ def test_fetch_wheels_fetches_each_file_once_and_sums_up() -> None:
     done = subprocess.run([sys.executable, str(REPOSITORY / "tests" / "fetch_wheels.py")], env=dict(os.environ, PIP_NO_INDEX="1"), capture_output=True, text=True, check=False)  # fmt: skip
     lines = done.stdout.splitlines()
     assert re.fullmatch(r"fetch_wheels: (\d+) official wheels in \.cache/base-wheels \(0 downloaded, \1 already there\); build requirements in \.cache/build-requirements", lines[-1]), done.stdout  # fmt: skip
+
+
+COMMANDS = ("build", "matrix", "lock", "index", "verify", "provenance", "register-overlay")
+
+
+def help_of(command: str, capsys: pytest.CaptureFixture[str]) -> str:
+    from patched_wheel.__main__ import main
+
+    with pytest.raises(SystemExit, match="0"):
+        main([command, "--help"])
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_each_command_says_what_it_does(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    description = help_of(command, capsys).split("\n\n")[1]
+    assert not description.startswith(("usage", "positional", "options")), description
+
+
+@pytest.mark.parametrize("command", ["build", "matrix", "verify", "index"])
+def test_default_paths_are_shown_whole_and_relative(
+    command: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "60")  # narrow: each of these paths fills a line
+    words = {word.strip("(),") for word in help_of(command, capsys).split()}
+    assert {"tools/patched_wheel/official_wheels.lock.json", ".cache/base-wheels"} <= words
+    assert not any(word.startswith("/") for word in words), "a default shown as an absolute path"
+
+
+def test_the_help_says_the_defaults_and_who_a_command_is_for(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    text = " ".join(help_of("build", capsys).split())
+    assert "(default: this machine's, " in text
+    assert (
+        f"(default: the running Python, {sys.version_info[0]}.{sys.version_info[1]} here)" in text
+    )
+    assert help_of("register-overlay", capsys).split("\n\n")[1].startswith("(maintainers)")
+
+
+def test_version_names_the_label_a_build_gives(capsys: pytest.CaptureFixture[str]) -> None:
+    from patched_wheel.__main__ import main
+
+    with pytest.raises(SystemExit, match="0"):
+        main(["--version"])
+    assert re.fullmatch(r"patched_wheel memfix1\.(\d+|dev\d+\.g[0-9a-f]{10}) \(overlay sha256 [0-9a-f]{8}\), default base release 2\.14\.0\n", capsys.readouterr().out)  # fmt: skip

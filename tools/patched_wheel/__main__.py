@@ -21,6 +21,7 @@ import json
 import os
 import signal
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -43,10 +44,33 @@ from . import config  # noqa: E402
 from .index import write_simple_index  # noqa: E402
 from .lock import load_lock, open_base, refresh_lock  # noqa: E402
 from .matrix import build_matrix, matrix_document, requests_for, summary, update_docs  # noqa: E402
-from .patch import build_patched_wheel, read_overlay  # noqa: E402
+from .patch import build_patched_wheel, current_label, read_overlay  # noqa: E402
 from .provenance import format_record  # noqa: E402
 from .releases import label_parts, register_overlay, release_label  # noqa: E402
 from .verify import SHOWN_DIFFERENCES, read_record, verify_bytes, verify_file  # noqa: E402
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's help, wrapped between words only: a path or a tag is never split."""
+
+    def _split_lines(self, text: str, width: int) -> List[str]:
+        return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the label a build here gives, worked out (from git) only when asked."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        with config.logging_configured():
+            label, sha256 = current_label(), read_overlay()[0].sha256
+        print(f"patched_wheel {label} (overlay sha256 {sha256[:8]}), default base release "
+              f"{config.DEFAULT_RELEASE}")  # fmt: skip
+        parser.exit()
+
+
+def _shown(path: Path) -> str:
+    """A default path as the help shows it: relative to the repository."""
+    return path.relative_to(config.REPOSITORY).as_posix()
 
 
 def _argument_type(check: Callable[[str], str], name: str) -> Callable[[str], str]:
@@ -186,7 +210,10 @@ def argument_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python tools/patched_wheel",
         description="Build patched torch_tensorrt wheels from the official releases.",
+        formatter_class=_HelpFormatter,
     )
+    parser.add_argument("--version", action=_VersionAction, nargs=0,
+                        help="print the label a build here gives and the default base release")  # fmt: skip
     commands = parser.add_subparsers(dest="command", required=True)
     runs = {"build": _build, "matrix": _matrix, "lock": _lock, "index": _index}
     runs.update({"verify": _verify, "provenance": _provenance})
@@ -198,15 +225,19 @@ def argument_parser() -> argparse.ArgumentParser:
         "index": "write the simple index of a folder of verified wheels",
         "verify": "rebuild a patched wheel from its released overlay and compare",
         "provenance": "print a patched wheel's record",
-        "register-overlay": "release the overlay: give it the registry's next number",
+        "register-overlay": "(maintainers) release the overlay: give it the registry's next "
+        "number",
     }
-    sub = {name: commands.add_parser(name, help=helps[name]) for name in runs}
+    sub = {name: commands.add_parser(name, help=helps[name], description=helps[name],
+                                     formatter_class=_HelpFormatter) for name in runs}  # fmt: skip
     for name, run in runs.items():
         sub[name].set_defaults(run=run)
     release, platform = _argument_type(config.canonical_release, "release"), _argument_type(
         config.canonical_platform, "platform"
     )
     python, out, default = _argument_type(config.canonical_python, "python"), Path, "%(default)s"
+    serving = config.platforms_serving(None)  # the running platform's tags, a generic one first
+    here = next((tag for tag in serving if not tag.startswith("linux_")), serving[0])
     unchecked = "; its bytes are then checked by nothing but its own RECORD"
     repeat = "repeat for more (default:"
     # (the commands, the option's names, its settings), in the order the help lists them.
@@ -215,9 +246,10 @@ def argument_parser() -> argparse.ArgumentParser:
          help=f"base release to fetch, or '{config.INSTALLED}' for the release, platform and "
          "Python of the installed torch_tensorrt (default: TORCHTRT_BASE_VERSION, else "
          f"{config.DEFAULT_RELEASE}, the newest supported)")),
-        ("build", "--platform", dict(type=platform,
-         help="platform tag, e.g. manylinux_2_28_aarch64")),
-        ("build", "--python", dict(type=python, help="Python version, e.g. 3.12")),
+        ("build", "--platform", dict(type=platform, help="platform tag, e.g. "
+         f"manylinux_2_28_aarch64 (default: this machine's, {here} here)")),
+        ("build", "--python", dict(type=python, help="Python version, e.g. 3.12 (default: the "
+         f"running Python, {sys.version_info[0]}.{sys.version_info[1]} here)")),
         ("build", "--distribution", dict(
          type=_argument_type(config.canonical_distribution, "distribution"),
          help="the official distribution to patch (default: TORCHTRT_BASE_DISTRIBUTION, else "
@@ -253,15 +285,15 @@ def argument_parser() -> argparse.ArgumentParser:
          "this overlay (default: the overlay of the record's revision, from git history)")),
         ("provenance", "wheel", dict(metavar="PATCHED_WHEEL", type=Path, help="the wheel")),
         ("register-overlay", "--overlay", dict(type=Path, default=config.DEFAULT_OVERLAY,
-         help="the overlay")),
+         help=f"the overlay (default: {_shown(config.DEFAULT_OVERLAY)})")),
         ("register-overlay", "--registry", dict(type=Path, default=config.OVERLAY_RELEASES_FILE,
-         help="the registry file")),
+         help=f"the registry file (default: {_shown(config.OVERLAY_RELEASES_FILE)})")),
         ("build matrix lock verify index", "--lock", dict(type=Path, default=config.LOCK_FILE,
-         help=f"the lock file (default: {default})")),
+         help=f"the lock file (default: {_shown(config.LOCK_FILE)})")),
         ("build matrix verify index", "--cache", dict(type=Path, default=config.DEFAULT_CACHE_DIR,
-         help=f"folder of downloaded official wheels (default: {default})")),
+         help=f"folder of downloaded official wheels (default: {_shown(config.DEFAULT_CACHE_DIR)})")),
         ("build matrix", "--overlay", dict(type=Path, default=config.DEFAULT_OVERLAY,
-         help=f"the overlay (default: {default})")),
+         help=f"the overlay (default: {_shown(config.DEFAULT_OVERLAY)})")),
     ]  # fmt: skip
     for names, flag, settings in options:
         for name in names.split():
