@@ -19,6 +19,7 @@ import argparse
 import importlib.util
 import json
 import os
+import shlex
 import signal
 import sys
 import textwrap
@@ -130,21 +131,26 @@ def _matrix(args: argparse.Namespace) -> int:
         raise PatchError(
             "the lock has none of the requested wheels; check --release, --platform and --python"
         )
-    document = json.dumps(matrix_document(entries), indent=2) + "\n"
-    config.write_text_atomically(args.out / "supported_matrix.json", document)
+    document = matrix_document(entries, command=args.command_line)
+    config.write_text_atomically(
+        args.out / "supported_matrix.json", json.dumps(document, indent=2) + "\n"
+    )
     print(summary(entries))
-    print(f"wheels and supported_matrix.json in {args.out}")
-    label = matrix_document(entries)["local_label"]
+    label, built = document["local_label"], sum(bool(entry.patched_wheel) for entry in entries)
+    written = f"{built} wheels and supported_matrix.json in {args.out}"
     if isinstance(label, str) and label_parts(label)[1] is not None:
         print(
             f"no simple index: +{label} is a development build, which no index lists",
             file=sys.stderr,
         )
-    elif any(entry.patched_wheel for entry in entries):
+    elif built:
         try:
-            print(f"simple index in {write_simple_index(args.out, check=_listing_check(args))}")
+            index_dir = write_simple_index(args.out, check=_listing_check(args))
+            written = f"{built} wheels, supported_matrix.json and the simple index in {args.out} "
+            written += f"({_install_line(index_dir)})"
         except PatchError as error:
             print(f"no simple index: {config.escaped(str(error))}", file=sys.stderr)
+    print(written)
     if args.update_docs:
         update_docs(entries, docs_matrix=config.DOCS_MATRIX, readme=config.README)
         print(
@@ -157,11 +163,13 @@ def _matrix(args: argparse.Namespace) -> int:
     return 0
 
 
+def _install_line(index_dir: Path) -> str:
+    return f"pip install --extra-index-url {index_dir.resolve().as_uri()} torch_tensorrt"
+
+
 def _index(args: argparse.Namespace) -> int:
     index_dir = write_simple_index(args.dir, check=_listing_check(args))
-    print(
-        f"{index_dir}: pip install --extra-index-url {index_dir.resolve().as_uri()} torch_tensorrt"
-    )
+    print(f"{index_dir}: {_install_line(index_dir)}")
     return 0
 
 
@@ -305,6 +313,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run a command; a :class:`PatchError` is printed and gives exit status 1."""
     parser = argument_parser()
     args = parser.parse_args(argv)
+    args.command_line = shlex.join(
+        ["python", "tools/patched_wheel", *(sys.argv[1:] if argv is None else argv)]
+    )
     if args.command in ("matrix", "lock"):
         args.release = args.release or list(config.SUPPORTED_RELEASES)
         args.platform = args.platform or list(config.PLATFORMS)
