@@ -206,10 +206,8 @@ def unlocked_from_environment(environ: Mapping[str, str]) -> bool:
         upper = name if os.name == "nt" else name.upper()  # Windows: names are case-insensitive
         near = difflib.get_close_matches(upper, VARIABLES, n=1, cutoff=0.85)
         if name not in VARIABLES and (upper.startswith("TORCHTRT_BASE_") or near):
-            guess = (
-                ALIASES.get(upper)
-                or (near or difflib.get_close_matches(upper, VARIABLES, n=1, cutoff=0.0))[0]
-            )
+            near = near or difflib.get_close_matches(upper, VARIABLES, n=1, cutoff=0.0)
+            guess = ALIASES.get(upper, near[0])
             why = "is not a variable of the build"
             if upper != name:
                 why = "is not read: environment variables are case-sensitive"
