@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import List
+from typing import List, Tuple
 
 HERE = Path(__file__).resolve().parent
 
@@ -60,20 +60,26 @@ def wheels_the_tests_use() -> List[BaseRequest]:
     return requests + list(installed_helpers.INDEX_BASES)
 
 
-def fetch_bases() -> int:
-    """Fetch the official wheels into the cache; the number of failures."""
-    lock, failures = load_lock(), 0
+def fetch_bases() -> Tuple[int, int, int]:
+    """Fetch the official wheels into the cache, each file once: (failed, downloaded, there)."""
+    lock, names = load_lock(), {}
     for request in dict.fromkeys(wheels_the_tests_use()):
         name = lock.official_name(request)
         if name is None:
             print(f"skipped {request.describe()}: {lock.unknown_request(request)}")
+        else:
+            names.setdefault(name, request)  # two requests (one the running Python's) may meet
+    there = [name for name in names if (DEFAULT_CACHE_DIR / name).is_file()]
+    failures = 0
+    for name, request in names.items():
+        if name in there:
             continue
         try:
             print(cached_base(request, name, lock.wheels[name], DEFAULT_CACHE_DIR).name)
         except PatchError as error:
             print(f"failed {request.describe()}: {error}")
             failures += 1
-    return failures
+    return failures, len(names) - len(there) - failures, len(there)
 
 
 def fetch_build_requirements() -> int:
@@ -84,4 +90,11 @@ def fetch_build_requirements() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(1 if fetch_bases() or fetch_build_requirements() else 0)
+    failed, downloaded, there = fetch_bases()
+    pip_status = fetch_build_requirements()
+    print(
+        f"fetch_wheels: {downloaded + there} official wheels in .cache/base-wheels ({downloaded} "
+        f"downloaded, {there} already there{f', {failed} failed' if failed else ''}); build "
+        f"requirements in .cache/build-requirements{'' if pip_status == 0 else ' (pip failed)'}"
+    )
+    sys.exit(1 if failed or pip_status else 0)

@@ -17,9 +17,19 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
-from patched_wheel.config import DEFAULT_CACHE_DIR, DEFAULT_OVERLAY, BaseChoice, BaseRequest
+import pytest
+from patched_wheel import PatchError
+from patched_wheel.config import (
+    DEFAULT_CACHE_DIR,
+    DEFAULT_OVERLAY,
+    REPOSITORY,
+    BaseChoice,
+    BaseRequest,
+)
+from patched_wheel.fetch import cached_base
 from patched_wheel.lock import load_lock, open_base
 from patched_wheel.patch import build_patched_wheel
+from wheel_helpers import official_wheel
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -60,10 +70,10 @@ class PatchedWheels:
     def of(self, request: BaseRequest) -> Optional[Path]:
         """The patched wheel of ``request``'s official wheel; ``None`` if PyPI has none (the
         lock, refreshed from PyPI, knows no such file)."""
-        lock = load_lock()
-        if lock.official_name(request) is None:
+        path = official_wheel(request)
+        if path is None:
             return None
-        base = open_base(BaseChoice(request), lock=lock, cache_dir=DEFAULT_CACHE_DIR)
+        base = open_base(BaseChoice(wheel=path), lock=load_lock())
         with self._lock:
             future = self._building.get(base.filename)
             owner = future is None

@@ -17,6 +17,18 @@ labels, main's history), :mod:`.provenance` (the SBOM), :mod:`.verify`, :mod:`.i
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import sys
+
+if importlib.util.find_spec("packaging") is None:  # the one package the tool needs, checked
+    # here, in the first code that the CLI, the backend and every other entry runs
+    sys.exit(
+        "error: the build needs the 'packaging' package, which this Python lacks (pip wheel "
+        "--no-build-isolation builds with the running Python's packages); install it with: "
+        f"{os.path.basename(sys.executable)} -m pip install 'packaging>=24'"
+    )
+
 __all__ = ["PatchError"]
 
 

@@ -20,16 +20,12 @@ import argparse
 import importlib.util
 import json
 import os
+import shlex
 import signal
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
-
-if importlib.util.find_spec("packaging") is None:  # the one package the tool needs
-    sys.exit(
-        "error: the build tool needs the 'packaging' package, which this Python lacks; "
-        f"install it with: {Path(sys.executable).name} -m pip install 'packaging>=24'"
-    )
 
 if __package__ in (None, ""):  # run as ``python tools/patched_wheel``: load the package by
     # its location, then run this module as its part (relative imports need the package).
@@ -50,10 +46,33 @@ from . import config  # noqa: E402
 from .index import write_simple_index  # noqa: E402
 from .lock import load_lock, open_base, refresh_lock  # noqa: E402
 from .matrix import build_matrix, matrix_document, requests_for, summary, update_docs  # noqa: E402
-from .patch import build_patched_wheel, read_overlay  # noqa: E402
+from .patch import build_patched_wheel, current_label, read_overlay  # noqa: E402
 from .provenance import format_record  # noqa: E402
 from .releases import label_parts, register_overlay, release_label  # noqa: E402
 from .verify import SHOWN_DIFFERENCES, read_record, verify_bytes, verify_file  # noqa: E402
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's help, wrapped between words only: a path or a tag is never split."""
+
+    def _split_lines(self, text: str, width: int) -> List[str]:
+        return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the label a build here gives, worked out (from git) only when asked."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        with config.logging_configured():
+            label, sha256 = current_label(), read_overlay()[0].sha256
+        print(f"patched_wheel {label} (overlay sha256 {sha256[:8]}), default base release "
+              f"{config.DEFAULT_RELEASE}")  # fmt: skip
+        parser.exit()
+
+
+def _shown(path: Path) -> str:
+    """A default path as the help shows it: relative to the repository."""
+    return path.relative_to(config.REPOSITORY).as_posix()
 
 
 def _argument_type(check: Callable[[str], str], name: str) -> Callable[[str], str]:
@@ -113,21 +132,26 @@ def _matrix(args: argparse.Namespace) -> int:
         raise PatchError(
             "the lock has none of the requested wheels; check --release, --platform and --python"
         )
-    document = json.dumps(matrix_document(entries), indent=2) + "\n"
-    config.write_text_atomically(args.out / "supported_matrix.json", document)
+    document = matrix_document(entries, command=args.command_line)
+    config.write_text_atomically(
+        args.out / "supported_matrix.json", json.dumps(document, indent=2) + "\n"
+    )
     print(summary(entries))
-    print(f"wheels and supported_matrix.json in {args.out}")
-    label = matrix_document(entries)["local_label"]
+    label, built = document["local_label"], sum(bool(entry.patched_wheel) for entry in entries)
+    written = f"{built} wheels and supported_matrix.json in {args.out}"
     if isinstance(label, str) and label_parts(label)[1] is not None:
         print(
             f"no simple index: +{label} is a development build, which no index lists",
             file=sys.stderr,
         )
-    elif any(entry.patched_wheel for entry in entries):
+    elif built:
         try:
-            print(f"simple index in {write_simple_index(args.out, check=_listing_check(args))}")
+            index_dir = write_simple_index(args.out, check=_listing_check(args))
+            written = f"{built} wheels, supported_matrix.json and the simple index in {args.out} "
+            written += f"({_install_line(index_dir)})"
         except PatchError as error:
             print(f"no simple index: {config.escaped(str(error))}", file=sys.stderr)
+    print(written)
     if args.update_docs:
         update_docs(entries, docs_matrix=config.DOCS_MATRIX, readme=config.README)
         print(
@@ -140,11 +164,13 @@ def _matrix(args: argparse.Namespace) -> int:
     return 0
 
 
+def _install_line(index_dir: Path) -> str:
+    return f"pip install --extra-index-url {index_dir.resolve().as_uri()} torch_tensorrt"
+
+
 def _index(args: argparse.Namespace) -> int:
     index_dir = write_simple_index(args.dir, check=_listing_check(args))
-    print(
-        f"{index_dir}: pip install --extra-index-url {index_dir.resolve().as_uri()} torch_tensorrt"
-    )
+    print(f"{index_dir}: {_install_line(index_dir)}")
     return 0
 
 
@@ -195,7 +221,10 @@ def argument_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python tools/patched_wheel",
         description="Build patched torch_tensorrt wheels from the official releases.",
+        formatter_class=_HelpFormatter,
     )
+    parser.add_argument("--version", action=_VersionAction, nargs=0,
+                        help="print the label a build here gives and the default base release")  # fmt: skip
     commands = parser.add_subparsers(dest="command", required=True)
     runs = {"build": _build, "matrix": _matrix, "lock": _lock, "index": _index}
     runs.update({"verify": _verify, "provenance": _provenance})
@@ -207,9 +236,11 @@ def argument_parser() -> argparse.ArgumentParser:
         "index": "write the simple index of a folder of verified wheels",
         "verify": "rebuild a patched wheel from its released overlay and compare",
         "provenance": "print a patched wheel's record",
-        "register-overlay": "release the overlay: give it the registry's next number",
+        "register-overlay": "(maintainers) release the overlay: give it the registry's next "
+        "number",
     }
-    sub = {name: commands.add_parser(name, help=helps[name]) for name in runs}
+    sub = {name: commands.add_parser(name, help=helps[name], description=helps[name],
+                                     formatter_class=_HelpFormatter) for name in runs}  # fmt: skip
     # Listed for --help only: main() hands 'site' its own arguments (and matrix's) unparsed.
     commands.add_parser("site", help="write the wheels, their index and the docs into one folder")
     for name, run in runs.items():
@@ -218,6 +249,8 @@ def argument_parser() -> argparse.ArgumentParser:
         config.canonical_platform, "platform"
     )
     python, out, default = _argument_type(config.canonical_python, "python"), Path, "%(default)s"
+    serving = config.platforms_serving(None)  # the running platform's tags, a generic one first
+    here = next((tag for tag in serving if not tag.startswith("linux_")), serving[0])
     unchecked = "; its bytes are then checked by nothing but its own RECORD"
     repeat = "repeat for more (default:"
     # (the commands, the option's names, its settings), in the order the help lists them.
@@ -226,9 +259,10 @@ def argument_parser() -> argparse.ArgumentParser:
          help=f"base release to fetch, or '{config.INSTALLED}' for the release, platform and "
          "Python of the installed torch_tensorrt (default: TORCHTRT_BASE_VERSION, else "
          f"{config.DEFAULT_RELEASE}, the newest supported)")),
-        ("build", "--platform", dict(type=platform,
-         help="platform tag, e.g. manylinux_2_28_aarch64")),
-        ("build", "--python", dict(type=python, help="Python version, e.g. 3.12")),
+        ("build", "--platform", dict(type=platform, help="platform tag, e.g. "
+         f"manylinux_2_28_aarch64 (default: this machine's, {here} here)")),
+        ("build", "--python", dict(type=python, help="Python version, e.g. 3.12 (default: the "
+         f"running Python, {sys.version_info[0]}.{sys.version_info[1]} here)")),
         ("build", "--distribution", dict(
          type=_argument_type(config.canonical_distribution, "distribution"),
          help="the official distribution to patch (default: TORCHTRT_BASE_DISTRIBUTION, else "
@@ -267,15 +301,15 @@ def argument_parser() -> argparse.ArgumentParser:
          "this overlay (default: the overlay of the record's revision, from git history)")),
         ("provenance", "wheel", dict(metavar="PATCHED_WHEEL", type=Path, help="the wheel")),
         ("register-overlay", "--overlay", dict(type=Path, default=config.DEFAULT_OVERLAY,
-         help="the overlay")),
+         help=f"the overlay (default: {_shown(config.DEFAULT_OVERLAY)})")),
         ("register-overlay", "--registry", dict(type=Path, default=config.OVERLAY_RELEASES_FILE,
-         help="the registry file")),
+         help=f"the registry file (default: {_shown(config.OVERLAY_RELEASES_FILE)})")),
         ("build matrix lock verify index", "--lock", dict(type=Path, default=config.LOCK_FILE,
-         help=f"the lock file (default: {default})")),
+         help=f"the lock file (default: {_shown(config.LOCK_FILE)})")),
         ("build matrix verify index", "--cache", dict(type=Path, default=config.DEFAULT_CACHE_DIR,
-         help=f"folder of downloaded official wheels (default: {default})")),
+         help=f"folder of downloaded official wheels (default: {_shown(config.DEFAULT_CACHE_DIR)})")),
         ("build matrix", "--overlay", dict(type=Path, default=config.DEFAULT_OVERLAY,
-         help=f"the overlay (default: {default})")),
+         help=f"the overlay (default: {_shown(config.DEFAULT_OVERLAY)})")),
     ]  # fmt: skip
     for names, flag, settings in options:
         for name in names.split():
@@ -292,6 +326,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return site.main(arguments[1:])
     parser = argument_parser()
     args = parser.parse_args(arguments)
+    args.command_line = shlex.join(["python", "tools/patched_wheel", *arguments])
     if args.command in ("matrix", "lock"):
         args.distribution = args.distribution or list(config.DISTRIBUTIONS)
         args.platform = args.platform or list(config.PLATFORMS)

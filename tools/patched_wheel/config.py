@@ -9,8 +9,9 @@ derived from the constants here. The environment of ``pip wheel .`` and ``python
   platform and Python), ``TORCHTRT_BASE_DISTRIBUTION`` (default ``torch-tensorrt``);
 * ``TORCHTRT_BASE_UNLOCKED=1``: a base the lock does not know is built (with a warning).
 
-Any other ``TORCHTRT_BASE_*`` variable, or a near miss of these names, is refused with the
-name it probably meant: a misspelt variable would otherwise quietly patch another release.
+Any other ``TORCHTRT_BASE_*`` variable (in any case, on POSIX), or a near miss of these names,
+is refused with the name it probably meant: a misspelt variable would otherwise quietly patch
+another release.
 The command line's options take the same values through the same checks.
 """
 
@@ -194,6 +195,8 @@ REQUEST_VARIABLES: Mapping[str, Callable[[str], str]] = {
     "TORCHTRT_BASE_DISTRIBUTION": canonical_distribution,
 }
 VARIABLES = ("TORCHTRT_BASE_WHEEL", *REQUEST_VARIABLES, "TORCHTRT_BASE_UNLOCKED")
+# Names a user may guess from the CLI's options, and the variable each means.
+ALIASES = {"TORCHTRT_BASE_RELEASE": "TORCHTRT_BASE_VERSION (the CLI's --release)"}
 
 
 def _checked(environ: Mapping[str, str], name: str) -> Optional[str]:
@@ -209,12 +212,15 @@ def unlocked_from_environment(environ: Mapping[str, str]) -> bool:
     """``TORCHTRT_BASE_UNLOCKED=1`` opts in to bases the lock does not know; a misspelt
     ``TORCHTRT_BASE_*`` variable (or a near miss of one) is refused here, once."""
     for name in sorted(environ):
-        near = difflib.get_close_matches(name, VARIABLES, n=1, cutoff=0.85)
-        if name not in VARIABLES and (name.startswith("TORCHTRT_BASE_") or near):
-            guess = (near or difflib.get_close_matches(name, VARIABLES, n=1, cutoff=0.0))[0]
-            raise PatchError(
-                f"{name} is not a variable of the build; did you mean {guess}? Rename or unset it"
-            )
+        upper = name if os.name == "nt" else name.upper()  # Windows: names are case-insensitive
+        near = difflib.get_close_matches(upper, VARIABLES, n=1, cutoff=0.85)
+        if name not in VARIABLES and (upper.startswith("TORCHTRT_BASE_") or near):
+            near = near or difflib.get_close_matches(upper, VARIABLES, n=1, cutoff=0.0)
+            guess = ALIASES.get(upper, near[0])
+            why = "is not a variable of the build"
+            if upper != name:
+                why = "is not read: environment variables are case-sensitive"
+            raise PatchError(f"{name} {why}; did you mean {guess}? Rename or unset it")
     value = environ.get("TORCHTRT_BASE_UNLOCKED", "")
     if value not in ("", "0", "1"):
         raise PatchError(f"TORCHTRT_BASE_UNLOCKED={value!r} is not 0 or 1; set 1 to opt in")

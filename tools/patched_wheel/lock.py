@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -101,6 +102,12 @@ class Lock:
             filename,
         )
 
+    def newest(self, distribution: str) -> Optional[Version]:
+        """The newest release of ``distribution`` the lock holds wheels of."""
+        project = canonicalize_name(distribution)
+        found = (parse_wheel_filename(name)[:2] for name in self.wheels)
+        return max((version for name, version in found if name == project), default=None)
+
     def unknown_request(self, request: config.BaseRequest) -> str:
         """Why the lock has no wheel for ``request``, and what it has instead (one line),
         told before any network."""
@@ -128,9 +135,11 @@ class Lock:
             return (
                 f"{request.distribution} {request.release} is not a supported base release; "
                 "supported base releases are "
-                f"{config.supported_releases_text(request.distribution)} (a newer upstream "
-                f"release needs the lock refreshed: 'python tools/patched_wheel lock --release "
-                f"{request.release} --distribution {request.distribution}')"
+                f"{config.supported_releases_text(request.distribution)} "
+                f"({self.newest(request.distribution)} is the newest the lock knows; if upstream "
+                f"has released {request.release}, a maintainer adds it with 'python "
+                f"tools/patched_wheel lock --release {request.release} --distribution "
+                f"{request.distribution}')"
             )
         served = set(config.platforms_serving(request.platform))
         platforms = sorted({tag.platform for tag in tags})
@@ -227,17 +236,24 @@ def refresh_lock(
     Only when every request was answered is the lock written.
 
     Raises:
-        PatchError: If any download failed otherwise than "no such wheel"; the lock is unchanged.
+        PatchError: If any download failed otherwise than "no such wheel", or the index has
+            no wheel at all of a requested release; the lock is unchanged.
     """
     old = load_lock(path) if path.exists() else Lock({})
+
+    offered: List[Version] = []  # the releases pip says the index has, where it says so
 
     def fetch(request: config.BaseRequest) -> Tuple[Optional[Tuple[str, str]], str]:
         with tempfile.TemporaryDirectory(prefix="patched-wheel-lock-") as folder:
             try:
                 wheel = pip_download(request, Path(folder))
             except PatchError as error:
-                missing = "No matching distribution" in str(error)  # pip's words for "none"
-                return None, "" if missing else f"{request.describe()}: {error}"
+                if "No matching distribution" not in str(error):  # pip's words for "none"
+                    return None, f"{request.describe()}: {error}"
+                listed = re.search(r"\(from versions: ([^)]*)\)", str(error))
+                texts = listed[1].split(", ") if listed else []
+                offered.extend(Version(t) for t in texts if re.fullmatch(r"[0-9]+(\.[0-9]+)*", t))
+                return None, ""
             if parse_wheel_filename(wheel.name)[1] != Version(request.release):
                 return None, ""  # pip's == took a variant: not the release itself
             digest = hashlib.sha256(
@@ -259,6 +275,17 @@ def refresh_lock(
             f"{len(problems)} wheel(s) could not be checked, so the lock is left unchanged:\n"
             + "\n".join(f"  {problem}" for problem in problems)
         )
+    releases = {Version(request.release) for request in requests}
+    answered = {parse_wheel_filename(name)[1] for name in wheels}
+    missing = ", ".join(str(release) for release in sorted(releases - answered))
+    if missing:
+        newest = f"its newest release is {max(offered)}" if offered else "it lists no release"
+        raise PatchError(
+            f"the index has no wheels of {requests[0].distribution} {missing} ({newest}); the "
+            "lock is unchanged"
+        )
+    if len(wheels) < len(requests):
+        logger.info("%d of %d wheels not on the index", len(requests) - len(wheels), len(requests))
     asked = {(canonicalize_name(r.distribution), Version(r.release)) for r in requests}
     kept = {n: d for n, d in old.wheels.items() if parse_wheel_filename(n)[:2] not in asked}
     document = {"about": _ABOUT, "wheels": dict(sorted({**kept, **wheels}.items()))}
