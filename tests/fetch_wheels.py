@@ -44,6 +44,7 @@ from patched_wheel.config import (  # noqa: E402
 from patched_wheel.fetch import cached_base  # noqa: E402
 from patched_wheel.lock import load_lock  # noqa: E402
 
+_load("wheel_helpers", HERE / "patched_wheel" / "wheel_helpers.py")  # installed_helpers uses it
 installed_helpers = _load("installed_helpers", HERE / "installed" / "installed_helpers.py")
 
 BUILD_REQUIREMENTS_DIR = REPOSITORY / ".cache" / "build-requirements"

@@ -3,6 +3,7 @@ some fixes apply: chosen, built, recorded, verified, listed on their own index p
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -265,14 +266,21 @@ def test_refreshing_one_distribution_keeps_the_others_wheels_of_that_release(
 ) -> None:
     import patched_wheel.lock as lock_module
 
-    def no_such_wheel(request: BaseRequest, folder: Path, **_: object) -> Path:
-        raise PatchError("No matching distribution found")  # pip's words, without the network
-
-    monkeypatch.setattr(lock_module, "pip_download", no_such_wheel)
     bases = [make_wheel(tmp_path, name=name) for name in ("torch_tensorrt", RTX)]
+    (tmp_path / "index").mkdir()
+    fresh = make_wheel(tmp_path / "index", {"torch_tensorrt/new.py": b""})  # a new upload
+
+    def download(request: BaseRequest, folder: Path, **_: object) -> Path:
+        assert request.distribution == "torch-tensorrt"  # only the release asked for
+        return Path(shutil.copy(fresh, folder))  # pip's download, without the network
+
+    monkeypatch.setattr(lock_module, "pip_download", download)
     path = write_lock(tmp_path / "lock.json", *bases)
-    refreshed = lock_module.refresh_lock([BaseRequest("2.99.0", "win_amd64", "3.11")], path=path)
-    assert list(refreshed.wheels) == [bases[1].name] == list(load_lock(path).wheels)
+    refreshed = lock_module.refresh_lock([BaseRequest("2.99.0")], path=path)
+    rtx_digest = load_lock(tmp_path / "lock.json").wheels[bases[1].name]
+    assert set(refreshed.wheels) == {fresh.name, bases[1].name} == set(load_lock(path).wheels)
+    assert refreshed.wheels[bases[1].name] == rtx_digest  # the RTX wheel of 2.99.0 kept
+    assert refreshed.wheels[fresh.name] == hashlib.sha256(fresh.read_bytes()).hexdigest()
 
 
 def test_the_pep_517_build_refuses_a_local_install(

@@ -37,7 +37,7 @@ def test_a_release_newer_than_the_lock_says_who_adds_it() -> None:
         "2.14.0 is the newest the lock knows; if upstream has released 2.15.0, a maintainer"
         in message
     )
-    assert "'python tools/patched_wheel lock --release 2.15.0'" in message
+    assert "'python tools/patched_wheel lock --release 2.15.0 --distribution" in message
 
 
 def test_lock_of_a_release_the_index_lacks_fails_and_keeps_the_lock(tmp_path: Path) -> None:
@@ -49,6 +49,7 @@ def test_lock_of_a_release_the_index_lacks_fails_and_keeps_the_lock(tmp_path: Pa
     before = lock.read_bytes()
     offline = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(index)}
     asked = ["--platform", "manylinux_2_28_x86_64", "--python", "3.11", "--lock", str(lock)]
+    asked += ["--distribution", "torch-tensorrt"]
     done = run_tool(REPOSITORY, "lock", "--release", "2.15.0", *asked, **offline)
     assert done.returncode == 1 and lock.read_bytes() == before, done.stderr
     assert (
