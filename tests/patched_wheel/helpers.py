@@ -27,10 +27,10 @@ def release_host_and_device_memory():
     pass
 
 
-def prepare_inputs(inputs, disable_memory_format_check=False):
-    if isinstance(inputs, (torch.Tensor, int)):
-        return torch.tensor(inputs)
-    return inputs
+def prepare_inputs(example, check_format=False):
+    if isinstance(example, (torch.Tensor, int)):
+        return torch.tensor(example)  # the copy that the input-copy fix removes
+    return example
 """
 TAGS = "cp311-cp311-manylinux_2_28_x86_64"
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]

@@ -62,7 +62,7 @@ PrepareInputs = Callable[..., Any]
 
 
 @pytest.fixture
-def prepare_inputs(overlay: ModuleType, stand_in_input: None) -> PrepareInputs:
+def fork_prepare_inputs(overlay: ModuleType, stand_in_input: None) -> PrepareInputs:
     return overlay.prepare_inputs  # type: ignore[no-any-return]
 
 
@@ -155,7 +155,7 @@ def outcome(prepare: PrepareInputs, inputs: Any, check_off: bool) -> Any:
 @pytest.mark.parametrize("check_off", [False, True], ids=["format-checked", "check-off"])
 @pytest.mark.parametrize("case", list(example_inputs()))
 def test_prepare_inputs_gives_upstreams_results(
-    prepare_inputs: PrepareInputs,
+    fork_prepare_inputs: PrepareInputs,
     upstream_prepare_inputs: PrepareInputs,
     case: str,
     check_off: bool,
@@ -163,12 +163,12 @@ def test_prepare_inputs_gives_upstreams_results(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # torch.tensor(tensor)'s advice to clone
         expected = outcome(upstream_prepare_inputs, example_inputs()[case], check_off)
-    assert outcome(prepare_inputs, example_inputs()[case], check_off) == expected
+    assert outcome(fork_prepare_inputs, example_inputs()[case], check_off) == expected
 
 
 @pytest.mark.network
 def test_upstream_copies_where_the_overlay_shares(
-    prepare_inputs: PrepareInputs, upstream_prepare_inputs: PrepareInputs
+    fork_prepare_inputs: PrepareInputs, upstream_prepare_inputs: PrepareInputs
 ) -> None:
     """The hook of the fix: upstream's function of 2.10 and 2.11 copies a tensor input."""
     tensor = torch.randn(256, 1024)
@@ -176,7 +176,7 @@ def test_upstream_copies_where_the_overlay_shares(
         warnings.simplefilter("ignore", UserWarning)
         upstream = upstream_prepare_inputs(tensor)
     assert upstream.torch_tensor.data_ptr() != tensor.data_ptr()
-    assert prepare_inputs(tensor).torch_tensor.data_ptr() == tensor.data_ptr()
+    assert fork_prepare_inputs(tensor).torch_tensor.data_ptr() == tensor.data_ptr()
 
 
 SHARED_CASES = ["contiguous", "parameter", "channels-last", "transposed", "0-dim"]
@@ -184,10 +184,10 @@ SHARED_CASES = ["contiguous", "parameter", "channels-last", "transposed", "0-dim
 
 @pytest.mark.parametrize("case", SHARED_CASES)
 def test_prepare_inputs_shares_the_callers_storage(
-    prepare_inputs: PrepareInputs, case: str
+    fork_prepare_inputs: PrepareInputs, case: str
 ) -> None:
     tensor = example_inputs()[case]
-    result = prepare_inputs(tensor, disable_memory_format_check=True)
+    result = fork_prepare_inputs(tensor, disable_memory_format_check=True)
     described_tensor = result.torch_tensor
     assert described_tensor.data_ptr() == tensor.data_ptr()
     assert described_tensor.untyped_storage().data_ptr() == tensor.untyped_storage().data_ptr()
@@ -197,9 +197,9 @@ def test_prepare_inputs_shares_the_callers_storage(
     assert bool((described_tensor == 7.0).all()), "a write to the input is not seen: a copy"
 
 
-def test_prepare_inputs_shares_every_nested_tensor(prepare_inputs: PrepareInputs) -> None:
+def test_prepare_inputs_shares_every_nested_tensor(fork_prepare_inputs: PrepareInputs) -> None:
     first, second, third = torch.ones(2), torch.zeros(3), torch.ones(1, 2)
-    result = prepare_inputs({"a": [first, (second, 4)], "b": {"c": third}})
+    result = fork_prepare_inputs({"a": [first, (second, 4)], "b": {"c": third}})
     assert result["a"][0].torch_tensor.data_ptr() == first.data_ptr()
     assert result["a"][1][0].torch_tensor.data_ptr() == second.data_ptr()
     assert result["b"]["c"].torch_tensor.data_ptr() == third.data_ptr()
@@ -207,9 +207,9 @@ def test_prepare_inputs_shares_every_nested_tensor(prepare_inputs: PrepareInputs
     assert result["a"][1][1].torch_tensor.item() == 4
 
 
-def test_prepare_inputs_of_a_parameter_has_no_autograd(prepare_inputs: PrepareInputs) -> None:
+def test_prepare_inputs_of_a_parameter_has_no_autograd(fork_prepare_inputs: PrepareInputs) -> None:
     parameter = torch.nn.Parameter(torch.randn(3, 3))
-    described_tensor = prepare_inputs(parameter).torch_tensor
+    described_tensor = fork_prepare_inputs(parameter).torch_tensor
     assert type(described_tensor) is torch.Tensor
     assert not described_tensor.requires_grad and described_tensor.grad_fn is None
     assert parameter.requires_grad
@@ -217,30 +217,30 @@ def test_prepare_inputs_of_a_parameter_has_no_autograd(prepare_inputs: PrepareIn
 
 @pytest.mark.parametrize("case", ["strided-slice", "expanded"])
 def test_prepare_inputs_copies_only_a_view_with_gaps(
-    prepare_inputs: PrepareInputs, case: str
+    fork_prepare_inputs: PrepareInputs, case: str
 ) -> None:
     """Such a view is copied into a compact tensor, which from_tensor accepts."""
     view = example_inputs()[case]
-    described_tensor = prepare_inputs(view).torch_tensor
+    described_tensor = fork_prepare_inputs(view).torch_tensor
     assert described_tensor.is_contiguous() and torch.equal(described_tensor, view)
     assert described_tensor.untyped_storage().data_ptr() != view.untyped_storage().data_ptr()
 
 
-def test_prepare_inputs_keeps_an_input_and_none(prepare_inputs: PrepareInputs) -> None:
+def test_prepare_inputs_keeps_an_input_and_none(fork_prepare_inputs: PrepareInputs) -> None:
     given = StandInInput(torch.Size([1]), torch.float32, torch.contiguous_format, None)
-    assert prepare_inputs(given) is given
-    assert prepare_inputs(None) is None
-    assert prepare_inputs([None, given]) == [None, given]
+    assert fork_prepare_inputs(given) is given
+    assert fork_prepare_inputs(None) is None
+    assert fork_prepare_inputs([None, given]) == [None, given]
 
 
-def test_prepare_inputs_refuses_another_type(prepare_inputs: PrepareInputs) -> None:
+def test_prepare_inputs_refuses_another_type(fork_prepare_inputs: PrepareInputs) -> None:
     with pytest.raises(ValueError, match=r"cannot make a torch_tensorrt.Input of a 'str'"):
-        prepare_inputs([torch.ones(1), "text"])
+        fork_prepare_inputs([torch.ones(1), "text"])
 
 
-def test_prepare_inputs_makes_real_tensors_in_fake_mode(prepare_inputs: PrepareInputs) -> None:
+def test_prepare_inputs_makes_real_tensors_in_fake_mode(fork_prepare_inputs: PrepareInputs) -> None:
     with FakeTensorMode():
-        result = prepare_inputs([2, 0.5])
+        result = fork_prepare_inputs([2, 0.5])
     assert all(not isinstance(r.torch_tensor, FakeTensor) for r in result)
     assert [r.torch_tensor.item() for r in result] == [2, 0.5]
 
@@ -254,12 +254,12 @@ def test_prepare_inputs_signature_binds_every_release_call(overlay: ModuleType) 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is required")
-def test_prepare_inputs_takes_no_gpu_memory(prepare_inputs: PrepareInputs) -> None:
+def test_prepare_inputs_takes_no_gpu_memory(fork_prepare_inputs: PrepareInputs) -> None:
     weight = torch.nn.Parameter(torch.randn(64 * MiB, device="cuda"))  # 256 MiB
     torch.cuda.synchronize()
     before = torch.cuda.memory_allocated()
     torch.cuda.reset_peak_memory_stats()
-    result = prepare_inputs([weight], disable_memory_format_check=True)
+    result = fork_prepare_inputs([weight], disable_memory_format_check=True)
     torch.cuda.synchronize()
     grew = torch.cuda.max_memory_allocated() - before
     print(f"\nprepare_inputs of a {weight.nbytes / MiB:.0f} MiB CUDA tensor: peak +{grew} bytes")
