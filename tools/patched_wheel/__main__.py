@@ -339,11 +339,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error("--base-wheel fixes release, platform and Python; leave those options out")
     with config.logging_configured():
         try:
-            status: int = args.run(args)
+            with config.signals_unwind():  # SIGTERM anywhere ends as Ctrl-C does: one line
+                status: int = args.run(args)
         except PatchError as error:
             print(f"error: {config.escaped(str(error))}", file=sys.stderr)
             return 1
-        except KeyboardInterrupt as error:  # Ctrl-C anywhere; SIGTERM while writing
+        except KeyboardInterrupt as error:  # Ctrl-C or SIGTERM, anywhere
             interrupted = (
                 error
                 if isinstance(error, config.Interrupted)

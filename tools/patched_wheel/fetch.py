@@ -81,6 +81,11 @@ def usable_cache(cache_dir: Path) -> Path:
     return cache_dir
 
 
+# What pip prints when it reached no index (urllib3's and the resolver's words).
+UNREACHABLE = ("NewConnectionError", "Failed to establish a new connection", "ConnectTimeout",
+               "Temporary failure in name resolution", "Network is unreachable")  # fmt: skip
+
+
 def pip_download(
     request: config.BaseRequest, folder: Path, *, sha256: Optional[str] = None
 ) -> Path:
@@ -111,10 +116,16 @@ def pip_download(
         raise PatchError(f"cannot run pip ({error}); install pip") from None
     wheels = sorted(folder.glob("*.whl"))
     if completed.returncode != 0 or len(wheels) != 1:
-        output = (completed.stdout + completed.stderr).strip().splitlines()
-        shown = "\n  ".join(output[-4:]) or f"{len(wheels)} wheels"
+        # One line: whether the index was reached at all, else pip's own ERROR lines (the
+        # lock's refresh reads "No matching distribution" and "(from versions: ...)" there).
+        output = [line.strip() for line in (completed.stdout + completed.stderr).splitlines()]
+        errors = [line for line in output if line.startswith("ERROR:")]
+        if any(word in line for line in output for word in UNREACHABLE):
+            shown = "the package index could not be reached (no network, or a wrong index URL)"
+        else:
+            shown = "; ".join(errors[-2:]) or (output[-1] if output else f"{len(wheels)} wheels")
         raise PatchError(
-            f"pip could not download {request.describe()}:\n  {shown}\nCheck the network and "
+            f"pip could not download {request.describe()}: {shown}. Check the network and "
             "pip's index settings, or set TORCHTRT_BASE_WHEEL to a downloaded official wheel"
         )
     return wheels[0]
