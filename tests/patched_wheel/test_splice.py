@@ -293,6 +293,28 @@ def test_a_call_that_does_not_fit_is_named() -> None:
         check_call_sites(sources, overlay.functions, wheel="w")
 
 
+def test_every_way_of_writing_a_call_is_found() -> None:
+    """Only lines where a name is followed by ``(`` are searched: each call below is still
+    found, in ``ast.walk``'s order, and no definition or string counts as one."""
+    overlay = parse_overlay("def deallocate_module(module):\n    pass\n")
+    source = (
+        "def deallocate_module(a, b):\n"
+        "    'deallocate_module(a, b) in a docstring'\n"
+        "class deallocate_module2: pass\n"
+        "@deallocate_module(1, 2)\n"
+        "def g(x=(deallocate_module)(3, 4)):\n"
+        "    return obj.deallocate_module \\\n"
+        "        (5, 6)\n"
+        "h = [deallocate_module  # a comment (with a paren\n"
+        "     (7, 8)]\r"
+        "s = f'{deallocate_module(9, 10)}'\r\n"
+        "async def deallocate_module(x): pass\n"
+    )
+    with pytest.raises(PatchError, match=r"w: 5 call\(s\)") as refused:
+        check_call_sites({"p/x.py": source.encode()}, overlay.functions, wheel="w")
+    assert re.findall(r"x\.py:(\d+):", str(refused.value)) == ["4", "5", "6", "8", "10"]
+
+
 def test_signature_from_the_ast_matches_the_imported_overlay(
     overlay_source: str, overlay_module: ModuleType
 ) -> None:
