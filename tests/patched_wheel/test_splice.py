@@ -22,8 +22,13 @@ from patched_wheel.splice import (
     signature_from_ast,
     source_lines,
     source_segment,
-    splice_functions,
+    splice_overlay,
 )
+
+
+def splice_functions(base: str, overlay: str) -> str:
+    """The splice of two sources, the overlay parsed first."""
+    return splice_overlay(base, parse_overlay(overlay))
 
 
 def assert_splice(base: str, overlay: str, expected: str) -> None:

@@ -1,11 +1,7 @@
-"""The patch: a base wheel and the overlay in, a patched wheel out.
-
-:func:`patch_wheel` is the whole operation, step by step, in memory; :func:`build_patched_wheel`
-writes its result, and ``verify`` calls :func:`patch_wheel` to rebuild a wheel. The fixes are
-data (:data:`FIXES`): each, a group of overlay functions, is spliced only into a base whose
-module has the fix's hook; the overlay's other definitions (its helpers) always are; a base
-where no fix applies is refused. The provenance record lists the fixes the wheel carries.
-"""
+"""The patch: a base wheel and the overlay in, a patched wheel out (:func:`patch_wheel`, step
+by step, in memory; ``verify`` rebuilds with it). The fixes are data (:data:`FIXES`): each, a
+group of overlay functions, is spliced only into a base whose module has the fix's hook; the
+overlay's helpers always are; a base where no fix applies is refused."""
 
 from __future__ import annotations
 
@@ -140,7 +136,7 @@ def rewrite_metadata_version(metadata: bytes, new_version: str) -> bytes:
     the line is replaced in the bytes (a ``BytesGenerator`` round trip would re-fold the
     official wheels' multi-line ``License``), and the result parsed again to prove it."""
     headers = wheel.parse_headers(metadata)
-    versions = wheel.header_values(metadata, "Version")
+    versions = [value.strip() for key, value in headers if key.lower() == "version"]
     blank_line = re.search(rb"\r?\n\r?\n", metadata)
     header_block = metadata if blank_line is None else metadata[: blank_line.start() + 1]
     value = re.escape(versions[0].encode()) if len(versions) == 1 else b"(?!)"

@@ -106,8 +106,7 @@ def parse_source(source: str, what: str, *, compiled: bool = True) -> ast.Module
 
 
 def source_lines(source: str) -> List[str]:
-    """``source``'s lines, ends kept, split where the tokenizer splits them (the lines that
-    ``ast`` node positions count)."""
+    """``source``'s lines, ends kept, split where the tokenizer splits them (as ``ast`` counts)."""
     return _LINE.findall(source)
 
 
@@ -131,12 +130,9 @@ def _span(node: ast.AST) -> Tuple[int, int]:
 
 def _constant_name(node: ast.stmt) -> str | None:
     """The one name a plain top-level assignment binds, or ``None`` for other statements."""
-    if isinstance(node, ast.Assign) and len(node.targets) == 1:
-        target = node.targets[0]
-        return target.id if isinstance(target, ast.Name) else None
-    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-        return node.target.id
-    return None
+    target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+    target = node.target if isinstance(node, ast.AnnAssign) else target
+    return target.id if isinstance(target, ast.Name) else None
 
 
 def _is_docstring(node: ast.stmt) -> bool:
@@ -299,11 +295,6 @@ def splice_overlay(
     return "".join(result)
 
 
-def splice_functions(base_source: str, overlay_source: str) -> str:
-    """:func:`splice_overlay` on two sources (the overlay parsed here)."""
-    return splice_overlay(base_source, parse_overlay(overlay_source))
-
-
 def check_splice(spliced: bytes, overlay: OverlayParts, *, filename: str) -> None:
     """Check that the spliced module, as the bytes written (encoding included), compiles and
     holds each overlay definition unchanged; refuse it otherwise."""
@@ -318,8 +309,7 @@ def check_splice(spliced: bytes, overlay: OverlayParts, *, filename: str) -> Non
         ) from None
     found = top_level_definitions(module)
     for definition in overlay.definitions:
-        spliced_definition = found.get(definition.name)
-        if spliced_definition is None or ast.dump(spliced_definition) != ast.dump(definition):
+        if definition.name not in found or ast.dump(found[definition.name]) != ast.dump(definition):
             raise PatchError(
                 f"{filename}: after the splice, {definition.name} differs from the overlay's; "
                 "the splice went wrong for this base release, please report it"
@@ -383,12 +373,10 @@ def signature_from_ast(function: FunctionNode) -> inspect.Signature:
 @functools.lru_cache(maxsize=256)
 def _calls(source: bytes, path: str, names: FrozenSet[str]) -> Tuple[CallShape, ...]:
     """(line, name, positional arguments, keywords, spreads) of each call of ``names`` in one
-    source, in ``ast.walk``'s order; kept per source (the matrix's 75 wheels hold 6 releases').
-
-    Only a line where a name is followed by :data:`_CALL_TAIL`, not as a ``def`` or ``class``
-    name, can hold a call: a source with none is not parsed, and the search enters only nodes
-    spanning such a line (as every node enclosing a call does); the AST decides the rest.
-    """
+    source, in ``ast.walk``'s order, kept per source (the matrix's 75 wheels hold 6 releases').
+    Only a line where a name is followed by :data:`_CALL_TAIL` (not as a ``def`` or ``class``
+    name) can hold a call: a source with none is not parsed, and the search enters only nodes
+    spanning such a line (as every node enclosing a call does); the AST decides the rest."""
     text = decode_source(source, path)[0]
     lines = set()
     for name in names:
@@ -461,9 +449,8 @@ OVERLAY_MODULE_NAME = "torchtrt_fork_overlay_utils"
 
 def load_overlay(path: Optional[Path] = None) -> ModuleType:
     """Import the overlay on its own (it needs torch, not TensorRT), once per process."""
-    loaded = sys.modules.get(OVERLAY_MODULE_NAME)
-    if loaded is not None:
-        return loaded
+    if OVERLAY_MODULE_NAME in sys.modules:
+        return sys.modules[OVERLAY_MODULE_NAME]
     path = path or Path(__file__).resolve().parents[2] / "py/torch_tensorrt/dynamo/utils.py"
     spec = importlib.util.spec_from_file_location(OVERLAY_MODULE_NAME, path)
     if spec is None or spec.loader is None:
