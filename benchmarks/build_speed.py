@@ -1,8 +1,8 @@
 """How long the patched-wheel tool takes, against a plain read of the base, side by side.
 
-Usage (from the repository root)::
+Usage (from the repository root, which makes the tool importable as ``tools.patched_wheel``)::
 
-    python benchmarks/build_speed.py [--repeat 7] [--skip-matrix] [--with-tests]
+    python -m benchmarks run build-speed [--repeat 7] [--skip-matrix] [--with-tests]
 
 Figures (issue 24's four, each with its ratio or target):
 
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.util
 import shutil
 import statistics
 import subprocess
@@ -36,27 +35,10 @@ import tempfile
 import time
 import zipfile
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Callable, Dict, List
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results" / "build_speed.json"
-
-
-def _load(name: str, path: Path, package: bool = False) -> ModuleType:
-    """A module by its location (the tool as the package ``patched_wheel``; the harness)."""
-    locations = [str(path.parent)] if package else None
-    spec = importlib.util.spec_from_file_location(name, path, submodule_search_locations=locations)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-_load("patched_wheel", ROOT / "tools" / "patched_wheel" / "__init__.py", package=True)
-harness = _load("harness", ROOT / "benchmarks" / "harness.py")
-from patched_wheel.config import (  # noqa: E402
+from benchmarks import harness
+from tools.patched_wheel.config import (
     DEFAULT_CACHE_DIR,
     DEFAULT_RELEASE,
     OVERLAY_PATH,
@@ -67,11 +49,14 @@ from patched_wheel.config import (  # noqa: E402
     BaseChoice,
     BaseRequest,
 )
-from patched_wheel.lock import load_lock, open_base  # noqa: E402
-from patched_wheel.matrix import build_matrix, requests_for  # noqa: E402
-from patched_wheel.patch import build_patched_wheel  # noqa: E402
-from patched_wheel.splice import _calls as call_sites_cache  # noqa: E402
-from patched_wheel.verify import verify_file  # noqa: E402
+from tools.patched_wheel.lock import load_lock, open_base
+from tools.patched_wheel.matrix import build_matrix, requests_for
+from tools.patched_wheel.patch import build_patched_wheel
+from tools.patched_wheel.splice import _calls as call_sites_cache
+from tools.patched_wheel.verify import verify_file
+
+ROOT = harness.REPOSITORY
+RESULTS = harness.RESULTS / "build_speed.json"
 
 
 def _median(runs: List[float]) -> float:

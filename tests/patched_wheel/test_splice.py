@@ -22,8 +22,13 @@ from patched_wheel.splice import (
     signature_from_ast,
     source_lines,
     source_segment,
-    splice_functions,
+    splice_overlay,
 )
+
+
+def splice_functions(base: str, overlay: str) -> str:
+    """The splice of two sources, the overlay parsed first."""
+    return splice_overlay(base, parse_overlay(overlay))
 
 
 def assert_splice(base: str, overlay: str, expected: str) -> None:
@@ -291,6 +296,28 @@ def test_a_call_that_does_not_fit_is_named() -> None:
     sources = {"torch_tensorrt/x.py": b"deallocate_module(m, delete_module=True)\n"}
     with pytest.raises(PatchError, match=r"x.py:1: deallocate_module\(\.\.\.\) does not fit"):
         check_call_sites(sources, overlay.functions, wheel="w")
+
+
+def test_every_way_of_writing_a_call_is_found() -> None:
+    """Only lines where a name is followed by ``(`` are searched: each call below is still
+    found, in ``ast.walk``'s order, and no definition or string counts as one."""
+    overlay = parse_overlay("def deallocate_module(module):\n    pass\n")
+    source = (
+        "def deallocate_module(a, b):\n"
+        "    'deallocate_module(a, b) in a docstring'\n"
+        "class deallocate_module2: pass\n"
+        "@deallocate_module(1, 2)\n"
+        "def g(x=(deallocate_module)(3, 4)):\n"
+        "    return obj.deallocate_module \\\n"
+        "        (5, 6)\n"
+        "h = [deallocate_module  # a comment (with a paren\n"
+        "     (7, 8)]\r"
+        "s = f'{deallocate_module(9, 10)}'\r\n"
+        "async def deallocate_module(x): pass\n"
+    )
+    with pytest.raises(PatchError, match=r"w: 5 call\(s\)") as refused:
+        check_call_sites({"p/x.py": source.encode()}, overlay.functions, wheel="w")
+    assert re.findall(r"x\.py:(\d+):", str(refused.value)) == ["4", "5", "6", "8", "10"]
 
 
 def test_signature_from_the_ast_matches_the_imported_overlay(

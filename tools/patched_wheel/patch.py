@@ -1,15 +1,7 @@
-"""The patch: a base wheel and the overlay in, a patched wheel out.
-
-:func:`patch_wheel` is the whole operation in one function, step by step: the names, the
-layout checks, the fixes that apply, the spliced module, METADATA, the provenance record,
-the members, the bytes. :func:`build_patched_wheel` writes its result (temporary name, then
-rename); ``verify`` calls :func:`patch_wheel` to rebuild a wheel in memory.
-
-The fixes are data (:data:`FIXES`): each is a group of overlay functions and the hook, in
-upstream's module, that says whether the fix applies to a base. A fix is spliced only where
-its hook is found; the overlay's other definitions (its helpers) are always spliced; a base
-where no fix applies is refused. The record lists the fixes the wheel carries.
-"""
+"""The patch: a base wheel and the overlay in, a patched wheel out (:func:`patch_wheel`, step
+by step, in memory; ``verify`` rebuilds with it). The fixes are data (:data:`FIXES`): each, a
+group of overlay functions, is spliced only into a base whose module has the fix's hook; the
+overlay's helpers always are; a base where no fix applies is refused."""
 
 from __future__ import annotations
 
@@ -21,25 +13,13 @@ import logging
 import os
 import re
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
 from packaging.version import InvalidVersion, Version
 
-from . import PatchError, config, provenance, splice
+from . import PatchError, config, provenance, splice, wheel
 from .releases import label_for, load_overlay_releases, split_label
-from .wheel import (
-    RECORD_SIGNATURES,
-    BaseWheel,
-    Entry,
-    header_values,
-    parse_headers,
-    record_hash,
-    record_text,
-    write_zip,
-    zip_date_time,
-)
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +47,7 @@ def _copies_tensor_input(module: ast.Module) -> bool:
     return False
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Fix:
     """One fix: its name, the overlay functions it consists of, the hook that says it applies."""
 
@@ -88,7 +68,7 @@ FIXES = (
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Origin:
     """What the build knows of itself: the label, the revision, the tool, the time."""
 
@@ -98,7 +78,7 @@ class Origin:
     source_date_epoch: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class PatchedWheel:
     """A patched wheel in memory: its file name, bytes, and what its record says."""
 
@@ -130,11 +110,8 @@ def current_label(overlay_path: Path = config.DEFAULT_OVERLAY) -> str:
 
 
 def patched_version(base_version: str, label: str) -> str:
-    """The base's version with ``label`` added to its local part (``2.9.0+cu130.memfix1.2``).
-
-    Raises:
-        PatchError: If the result is not a canonical PEP 440 version, or the base is patched.
-    """
+    """The base's version with ``label`` added to its local part (``2.9.0+cu130.memfix1.2``);
+    refused if the base is patched already or the result is not a canonical PEP 440 version."""
     carried = split_label(base_version)[1]
     if carried is not None:
         raise PatchError(
@@ -158,25 +135,21 @@ def rewrite_metadata_version(metadata: bytes, new_version: str) -> bytes:
     """METADATA with its one ``Version:`` header set to ``new_version``, nothing else changed:
     the line is replaced in the bytes (a ``BytesGenerator`` round trip would re-fold the
     official wheels' multi-line ``License``), and the result parsed again to prove it."""
-    headers = parse_headers(metadata)
-    versions = header_values(metadata, "Version")
+    headers = wheel.parse_headers(metadata)
+    versions = [value.strip() for key, value in headers if key.lower() == "version"]
     blank_line = re.search(rb"\r?\n\r?\n", metadata)
     header_block = metadata if blank_line is None else metadata[: blank_line.start() + 1]
     value = re.escape(versions[0].encode()) if len(versions) == 1 else b"(?!)"
-    matches = list(
-        re.finditer(rb"^Version:[ \t]*" + value + rb"[ \t]*(?=\r?$)", header_block, re.M)
-    )
+    pattern = rb"^Version:[ \t]*" + value + rb"[ \t]*(?=\r?$)"
+    matches = list(re.finditer(pattern, header_block, re.M))
     if len(matches) != 1:
         raise PatchError(
             "METADATA's Version is not one header on a line of its own; use an official wheel"
         )
-    rewritten = (
-        metadata[: matches[0].start()]
-        + f"Version: {new_version}".encode()
-        + metadata[matches[0].end() :]
-    )
+    start, end = matches[0].span()
+    rewritten = metadata[:start] + f"Version: {new_version}".encode() + metadata[end:]
     expected = [(k, new_version if k.lower() == "version" else v) for k, v in headers]
-    if parse_headers(rewritten) != expected:
+    if wheel.parse_headers(rewritten) != expected:
         raise PatchError("rewriting METADATA's Version changed other headers; report this wheel")
     return rewritten
 
@@ -203,10 +176,60 @@ def _shadows_target(name: str) -> bool:
     )
 
 
-def _rebinding(module: ast.Module, replaced: Dict[str, ast.stmt]) -> Optional[Tuple[str, int]]:
-    """A module-level binding of a replaced name after its replaced definition, if any."""
-    nodes: List[ast.AST] = list(module.body)
+def patch_wheel(
+    base: wheel.BaseWheel, overlay: splice.OverlayParts, *, origin: Origin
+) -> PatchedWheel:
+    """The patched wheel of ``base``, in memory (see the module docstring); any base or
+    overlay the build refuses is a :class:`PatchError`."""
+    # 1. Names: the patched version, its .dist-info folder and its file name.
+    version = patched_version(base.name.written_version, origin.label)
+    dist_info = f"{base.name.written_name}-{version}.dist-info"
+    filename = f"{base.name.written_name}-{version}-{base.name.written_tags}.whl"
+
+    # 2. The layout: the target there, nothing in the way of the new names or shadowing it.
+    if config.TARGET not in base.by_name:
+        raise PatchError(
+            f"{base.filename}: has no {config.TARGET}; this is not a torch_tensorrt wheel the "
+            f"overlay fits. Supported base releases are {config.supported_releases_text()}"
+        )
+    for name in base.by_name:
+        if name.split("/")[0] == dist_info:
+            raise PatchError(
+                f"{base.filename}: already has a member {name!r} under the patched wheel's "
+                ".dist-info name; use the official wheel"
+            )
+        if _shadows_target(name):
+            raise PatchError(
+                f"{base.filename}: holds {name!r}, which would be imported or installed instead "
+                f"of the patched {config.TARGET}; use the official wheel"
+            )
+
+    # 3. The fixes that apply: each where its hook is found; none is a refusal.
+    what = f"{base.filename}:{config.TARGET}"
+    text, encoding = splice.decode_source(base.read(config.TARGET, 1 << 20), what)
+    module = splice.parse_source(text, what)
+    defined = {d.name for d in overlay.definitions}
+    applied = [fix for fix in FIXES if set(fix.functions) & defined and fix.hook(module)]
+    if not applied:
+        hooks = "; ".join(f"{fix.name}: {fix.hook_text}" for fix in FIXES)
+        raise PatchError(
+            f"{base.filename}: no fix of the overlay applies to this base ({hooks}: none "
+            f"holds); supported base releases are {config.supported_releases_text()}"
+        )
+    left_out = {name for fix in FIXES if fix not in applied for name in fix.functions}
+    overlay = dataclasses.replace(
+        overlay, definitions=tuple(d for d in overlay.definitions if d.name not in left_out)
+    )
+
+    # 4. The splice, after the checks that need it: no module-level binding of a replaced name
+    # after its replaced definition (nested scopes bind their own names), and every call of a
+    # replaced function in the package fits the overlay's signature.
+    base_definitions = splice.top_level_definitions(module)
+    replaced: Dict[str, ast.stmt] = {
+        d.name: base_definitions[d.name] for d in overlay.definitions if d.name in base_definitions
+    }
     scopes = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+    nodes: List[ast.AST] = list(module.body)
     while nodes:
         node = nodes.pop()
         bound: List[str] = []
@@ -219,81 +242,20 @@ def _rebinding(module: ast.Module, replaced: Dict[str, ast.stmt]) -> Optional[Tu
         for name in bound:
             end = getattr(replaced.get(name), "end_lineno", None)
             if end is not None and getattr(node, "lineno", 0) > end:
-                return name, getattr(node, "lineno", 0)
+                raise PatchError(
+                    f"{base.filename}: {config.TARGET} binds {name!r} again at line "
+                    f"{getattr(node, 'lineno', 0)}, after the definition the overlay replaces, "
+                    "so the fix would not take effect; use the official wheel"
+                )
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, *scopes)):
             nodes.extend(ast.iter_child_nodes(node))
-    return None
-
-
-def patch_wheel(base: BaseWheel, overlay: splice.OverlayParts, *, origin: Origin) -> PatchedWheel:
-    """The patched wheel of ``base``, in memory (see the module docstring).
-
-    Raises:
-        PatchError: For any base or overlay the build refuses.
-    """
-    wheel = base.filename
-    # 1. Names: the patched version, its .dist-info folder and its file name.
-    version = patched_version(base.name.written_version, origin.label)
-    dist_info = f"{base.name.written_name}-{version}.dist-info"
-    filename = f"{base.name.written_name}-{version}-{base.name.written_tags}.whl"
-
-    # 2. The layout: the target there, nothing in the way of the new names or shadowing it.
-    if config.TARGET not in base.by_name:
-        raise PatchError(
-            f"{wheel}: has no {config.TARGET}; this is not a torch_tensorrt wheel the overlay "
-            "fits. "
-            f"Supported base releases are {config.supported_releases_text()}"
-        )
-    for name in base.by_name:
-        if name.split("/")[0] == dist_info:
-            raise PatchError(
-                f"{wheel}: already has a member {name!r} under the patched wheel's .dist-info "
-                "name; use the official wheel"
-            )
-        if _shadows_target(name):
-            raise PatchError(
-                f"{wheel}: holds {name!r}, which would be imported or installed instead of the "
-                f"patched {config.TARGET}; use the official wheel"
-            )
-
-    # 3. The fixes that apply: each where its hook is found; none is a refusal.
-    what = f"{wheel}:{config.TARGET}"
-    text, encoding = splice.decode_source(base.read(config.TARGET, 1 << 20), what)
-    module = splice.parse_source(text, what)
-    defined = {d.name for d in overlay.definitions}
-    applied = [fix for fix in FIXES if set(fix.functions) & defined and fix.hook(module)]
-    if not applied:
-        hooks = "; ".join(f"{fix.name}: {fix.hook_text}" for fix in FIXES)
-        raise PatchError(
-            f"{wheel}: no fix of the overlay applies to this base ({hooks}: none holds); "
-            f"supported base releases are {config.supported_releases_text()}"
-        )
-    left_out = {name for fix in FIXES if fix not in applied for name in fix.functions}
-    overlay = dataclasses.replace(
-        overlay, definitions=tuple(d for d in overlay.definitions if d.name not in left_out)
-    )
-
-    # 4. The splice, after the checks that need it: no later rebinding of a replaced name,
-    # every call of a replaced function in the package fits the overlay's signature.
-    base_definitions = splice.top_level_definitions(module)
-    replaced: Dict[str, ast.stmt] = {
-        d.name: base_definitions[d.name] for d in overlay.definitions if d.name in base_definitions
-    }
-    rebound = _rebinding(module, replaced)
-    if rebound is not None:
-        raise PatchError(
-            f"{wheel}: {config.TARGET} binds {rebound[0]!r} again at line {rebound[1]}, after the "
-            "definition the overlay replaces, so the fix would not take effect; use the "
-            "official wheel"
-        )
     sources = {
         name: base.read(name, 1 << 20)
         for name in base.by_name
         if name.endswith(".py") and not name.startswith(f"{base.dist_info}/")
     }
-    splice.check_call_sites(
-        sources, [f for f in overlay.functions if f.name in replaced], wheel=wheel
-    )
+    functions = [f for f in overlay.functions if f.name in replaced]
+    splice.check_call_sites(sources, functions, wheel=base.filename)
     target = splice.encode_source(splice.splice_overlay(text, overlay, module), encoding, what)
     splice.check_splice(target, overlay, filename=what)
 
@@ -302,7 +264,7 @@ def patch_wheel(base: BaseWheel, overlay: splice.OverlayParts, *, origin: Origin
     record = provenance.ProvenanceRecord(
         version=version,
         label=origin.label,
-        base_wheel=wheel,
+        base_wheel=base.filename,
         base_sha256=base.sha256,
         overlay_sha256=overlay.sha256,
         revision=origin.revision.revision,
@@ -316,40 +278,37 @@ def patch_wheel(base: BaseWheel, overlay: splice.OverlayParts, *, origin: Origin
     # 6. The members: the base's order, RECORD's signatures dropped, the .dist-info renamed;
     # the new bytes stored, every other member's compressed bytes copied; the record added
     # before RECORD, which is derived (the base's rows for what is copied) and written last.
-    written = zip_date_time(origin.source_date_epoch)
+    written = wheel.zip_date_time(origin.source_date_epoch)
     new = {config.TARGET: target, f"{dist_info}/METADATA": metadata}
-    rows = base.record()
-    entries: List[Entry] = []
+    dropped = {f"{base.dist_info}/{name}" for name in ("RECORD", *wheel.RECORD_SIGNATURES)}
+    rows, metadata_info = base.record(), base.by_name[f"{base.dist_info}/METADATA"]
+    entries: List[wheel.Entry] = []
     record_rows: List[Tuple[str, str, str]] = []
-    metadata_info = base.by_name[f"{base.dist_info}/METADATA"]
-    for info in base.infos:
+
+    def store(name: str, data: bytes, template: zipfile.ZipInfo) -> None:
+        entries.append(wheel.Entry.stored(name, data, template, written))
+        record_rows.append((name, wheel.record_hash(data), str(len(data))))
+
+    for info in (info for info in base.infos if info.filename not in dropped):
         name = info.filename
-        if name in (f"{base.dist_info}/{s}" for s in ("RECORD", *RECORD_SIGNATURES)):
+        if name.startswith(f"{base.dist_info}/"):
+            name = dist_info + name[len(base.dist_info) :]
+        if name in new:
+            store(name, new[name], info)
             continue
-        renamed = (
-            dist_info + name[len(base.dist_info) :]
-            if name.startswith(f"{base.dist_info}/")
-            else name
-        )
-        if renamed in new:
-            entries.append(Entry.stored(renamed, new[renamed], info, written))
-            record_rows.append((renamed, record_hash(new[renamed]), str(len(new[renamed]))))
-            continue
-        entries.append(Entry.copied(renamed, info, base))
+        entries.append(wheel.Entry.copied(name, info, base))
         if not info.is_dir():
-            if name not in rows:
-                raise base.refused(f"its RECORD lacks {name!r}")
-            record_rows.append((renamed, *rows[name]))
-    sbom = provenance.record_bytes(record)
-    entries.append(Entry.stored(provenance.record_member(dist_info), sbom, metadata_info, written))
-    record_rows += [
-        (provenance.record_member(dist_info), record_hash(sbom), str(len(sbom))),
-        (f"{dist_info}/RECORD", "", ""),
-    ]
+            if info.filename not in rows:
+                raise base.refused(f"its RECORD lacks {info.filename!r}")
+            record_rows.append((name, *rows[info.filename]))
+    store(provenance.record_member(dist_info), provenance.record_bytes(record), metadata_info)
+    record_rows.append((f"{dist_info}/RECORD", "", ""))
     entries.append(
-        Entry.stored(f"{dist_info}/RECORD", record_text(record_rows), metadata_info, written)
+        wheel.Entry.stored(
+            f"{dist_info}/RECORD", wheel.record_text(record_rows), metadata_info, written
+        )
     )
-    data = write_zip(entries)
+    data = wheel.write_zip(entries)
 
     # 7. Read back what verify reads: the zip's names and the record, as verify takes them.
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
@@ -360,21 +319,17 @@ def patch_wheel(base: BaseWheel, overlay: splice.OverlayParts, *, origin: Origin
 
 
 def build_patched_wheel(
-    base: BaseWheel, *, out_dir: Path, overlay_path: Path = config.DEFAULT_OVERLAY
+    base: wheel.BaseWheel, *, out_dir: Path, overlay_path: Path = config.DEFAULT_OVERLAY
 ) -> Path:
     """Write the patched wheel of ``base`` with the overlay at ``overlay_path`` into
     ``out_dir`` (temporary name, then rename) and return its path."""
     overlay, data = read_overlay(overlay_path)
     patched = patch_wheel(base, overlay, origin=build_origin(data))
-    path = Path(out_dir) / patched.filename
+    saved, path = Path(out_dir) / base.filename, Path(out_dir) / patched.filename
     if base.local_install:  # the only copy of the original once the patched wheel replaces it
-        config.write_atomically(Path(out_dir) / base.filename, base.data)
-        logger.warning(
-            "the original install is saved as %s; to go back to it: pip install "
-            "--force-reinstall --no-deps %s",
-            Path(out_dir) / base.filename,
-            Path(out_dir) / base.filename,
-        )
+        config.write_atomically(saved, base.data)
+        message = "the original install is saved as %s; to go back to it: pip install %s %s"
+        logger.warning(message, saved, "--force-reinstall --no-deps", saved)
     config.write_atomically(path, patched.data)
     logger.debug("patched wheel: %s", path)
     return path

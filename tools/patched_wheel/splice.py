@@ -1,28 +1,10 @@
 """Splice the overlay's functions into upstream's module: a pure function on two sources.
 
-The rules, as the overlay's module docstring states them:
-
-* each top-level function (or class) of the overlay replaces the top-level definition of the
-  same name in the base, in place: the base's lines from its first decorator to its last line
-  give way to the overlay's lines of the same span;
-* a definition the base lacks is appended at the end of the base, in the overlay's order;
-* an import binding a name that the base's imports do not bind is inserted, one statement per
-  name, after the base's last top-level import;
-* a top-level constant (a plain assignment to one name) that the base lacks is inserted after
-  those imports, with the comment lines directly above it; a constant the base already has
-  with the same source is skipped, one with other source is refused;
-* the overlay's module docstring and ``from __future__`` imports are not copied.
-
-Every other byte of the base stays as it was, so an overlay with nothing to splice gives the
-base back unchanged, and splicing the result again changes nothing.
-
-Before the splice, every call of a replaced function in the base package is bound to the
-overlay's signature (:func:`check_call_sites`), read from the overlay's AST: the overlay is
-never imported by the build (it needs torch). The cost is linear in the size of the base's
-module, and bounded: a source larger than
-:data:`MAX_SOURCE_BYTES` or nested deeper than :data:`MAX_NESTING` is refused before it is
-parsed or compiled (CPython's compiler recurses once per level and ends in ``RecursionError``
-on a long enough expression).
+The rules are the overlay docstring's (besides: a constant the base has with other source is
+refused; the overlay's docstring and ``from __future__`` imports are not copied). Every other
+byte of the base stays, so an empty overlay gives the base back and splicing twice equals once.
+Every call of a replaced function in the base package is bound to the overlay's signature,
+read from its AST (the build never imports the overlay: it needs torch).
 """
 
 from __future__ import annotations
@@ -38,7 +20,6 @@ import re
 import sys
 import threading
 import tokenize
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
@@ -52,8 +33,11 @@ from . import PatchError
 MAX_SOURCE_BYTES = 512 << 10
 MAX_NESTING = 100
 
-# Where the tokenizer ends a line (not at a form feed, unlike ``str.splitlines``).
-_LINE_END = re.compile(r"\r\n|\r|\n")
+# A line as the tokenizer ends it (not at a form feed, unlike ``str.splitlines``).
+_LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+\Z")
+# What may follow a function's name up to the ``(`` of its call: spaces and newlines, the
+# ``)`` of parentheses around the name, line continuations, comments.
+_CALL_TAIL = r"(?:[\s)\\]|#[^\r\n]*)*\("
 
 CallShape = Tuple[int, str, int, Tuple[str, ...], bool]
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -61,7 +45,7 @@ DefinitionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef]
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class OverlayParts:
     """The top-level statements of an overlay, sorted by what the splice does with them."""
 
@@ -84,15 +68,10 @@ class OverlayParts:
 _AST_LOCK = threading.Lock()
 
 
-def parse_source(source: Union[str, bytes], what: str, *, compiled: bool = True) -> ast.Module:
-    """``ast.parse`` with every failure, a null byte or a bomb of nesting too, as a refusal;
-    a source beyond :data:`MAX_SOURCE_BYTES` or :data:`MAX_NESTING` is refused too."""
-    size = len(
-        source
-        if isinstance(source, bytes)
-        else source[: MAX_SOURCE_BYTES + 1].encode("utf-8", "surrogatepass")
-    )
-    if size > MAX_SOURCE_BYTES:
+def parse_source(source: str, what: str, *, compiled: bool = True) -> ast.Module:
+    """``ast.parse`` with every failure (a null byte too) as a refusal, as is a source beyond
+    :data:`MAX_SOURCE_BYTES` or, if it is to be compiled, :data:`MAX_NESTING`."""
+    if len(source.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
         raise PatchError(
             f"{what} is larger than {MAX_SOURCE_BYTES >> 10} KiB, which no official module "
             "comes near; use the official file"
@@ -110,34 +89,25 @@ def parse_source(source: Union[str, bytes], what: str, *, compiled: bool = True)
             f"{what} cannot be parsed as Python ({type(error).__name__}: {error}); "
             "use the official file, or fix the overlay"
         ) from None
-    if compiled:  # a module only walked (ast.walk keeps no stack) needs no nesting bound
-        _check_nesting(module, what)
+    # The nesting bound, level by level without recursion (a module only searched needs none);
+    # ast.iter_child_nodes written out, three times as fast.
+    level: List[ast.AST] = [module] if compiled else []
+    for _ in range(MAX_NESTING + 1):
+        values = [getattr(node, field, None) for node in level for field in node._fields]
+        children = [c for v in values for c in (v if isinstance(v, list) else [v])]
+        level = [child for child in children if isinstance(child, ast.AST)]
+    if level:
+        line = next((getattr(n, "lineno") for n in level if hasattr(n, "lineno")), "?")
+        raise PatchError(
+            f"{what} nests deeper than {MAX_NESTING} levels (at line {line}), which no "
+            "official module does; use the official file"
+        )
     return module
 
 
-def _check_nesting(module: ast.Module, what: str) -> None:
-    """Refuse a module whose syntax tree is deeper than :data:`MAX_NESTING` (walked without
-    recursion, so that the check itself cannot overflow)."""
-    stack: List[Tuple[ast.AST, int]] = [(module, 0)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_NESTING:
-            line = getattr(node, "lineno", "?")
-            raise PatchError(
-                f"{what} nests deeper than {MAX_NESTING} levels (at line {line}), which no "
-                "official module does; use the official file"
-            )
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-
-
 def source_lines(source: str) -> List[str]:
-    """``source``'s lines, ends kept, split where the tokenizer splits them (the lines that
-    ``ast`` node positions count)."""
-    lines, start = [], 0
-    for match in _LINE_END.finditer(source):
-        lines.append(source[start : match.end()])
-        start = match.end()
-    return lines + ([source[start:]] if start < len(source) else [])
+    """``source``'s lines, ends kept, split where the tokenizer splits them (as ``ast`` counts)."""
+    return _LINE.findall(source)
 
 
 def source_segment(lines: Sequence[str], node: ast.stmt) -> str:
@@ -152,22 +122,21 @@ def source_segment(lines: Sequence[str], node: ast.stmt) -> str:
     return head + "".join(lines[first + 1 : last]) + tail
 
 
+def _span(node: ast.AST) -> Tuple[int, int]:
+    """A node's first line (its decorators', for a definition) and last line, 1-based."""
+    lines = [decorator.lineno for decorator in getattr(node, "decorator_list", [])]
+    return min(lines + [getattr(node, "lineno")]), getattr(node, "end_lineno")
+
+
 def _constant_name(node: ast.stmt) -> str | None:
     """The one name a plain top-level assignment binds, or ``None`` for other statements."""
-    if isinstance(node, ast.Assign) and len(node.targets) == 1:
-        target = node.targets[0]
-        return target.id if isinstance(target, ast.Name) else None
-    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-        return node.target.id
-    return None
+    target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+    target = node.target if isinstance(node, ast.AnnAssign) else target
+    return target.id if isinstance(target, ast.Name) else None
 
 
 def _is_docstring(node: ast.stmt) -> bool:
-    return (
-        isinstance(node, ast.Expr)
-        and isinstance(node.value, ast.Constant)
-        and isinstance(node.value.value, str)
-    )
+    return isinstance(node, ast.Expr) and isinstance(getattr(node.value, "value", None), str)
 
 
 def parse_overlay(overlay_source: str) -> OverlayParts:
@@ -208,87 +177,69 @@ def top_level_definitions(module: ast.Module) -> Dict[str, DefinitionNode]:
     return {node.name: node for node in module.body if isinstance(node, _DEFINITIONS)}
 
 
-def _first_line(node: ast.stmt) -> int:
-    """The 1-based first line of a statement, its decorators included."""
-    decorators: List[ast.expr] = getattr(node, "decorator_list", [])
-    return min([node.lineno] + [decorator.lineno for decorator in decorators])
-
-
-def _end_line(node: ast.stmt) -> int:
-    assert node.end_lineno is not None
-    return node.end_lineno
-
-
-def _segment(lines: Sequence[str], first: int, last: int, newline: str) -> List[str]:
-    """Lines ``first..last`` (1-based, inclusive), each ending in the base's newline."""
-    return [line.rstrip("\r\n") + newline for line in lines[first - 1 : last]]
-
-
-def _comment_lines_above(lines: Sequence[str], first: int) -> int:
-    """The first line of the run of comment lines directly above line ``first``."""
-    while first > 1 and lines[first - 2].lstrip().startswith("#"):
-        first -= 1
-    return first
-
-
 def _import_bindings(node: Union[ast.Import, ast.ImportFrom]) -> List[Tuple[str, str]]:
     """(bound name, one-name import statement) for each name the import binds."""
     bindings = []
     for alias in node.names:
-        suffix = f" as {alias.asname}" if alias.asname else ""
         if isinstance(node, ast.Import):
-            bound = alias.asname or alias.name.split(".")[0]
-            statement = f"import {alias.name}{suffix}"
+            bound, statement = alias.name.split(".")[0], f"import {alias.name}"
         else:
-            bound = alias.asname or alias.name
             module = "." * node.level + (node.module or "")
-            statement = f"from {module} import {alias.name}{suffix}"
+            bound, statement = alias.name, f"from {module} import {alias.name}"
+        if alias.asname:
+            bound, statement = alias.asname, f"{statement} as {alias.asname}"
         bindings.append((bound, statement))
     return bindings
 
 
-def _names_bound_by_imports(module: ast.Module) -> Set[str]:
-    """Names bound by imports at module level, inside top-level ``if``/``try`` blocks too."""
-    names: Set[str] = set()
-    pending: List[ast.stmt] = list(module.body)
+def splice_overlay(
+    base_source: str, overlay: OverlayParts, base: Optional[ast.Module] = None
+) -> str:
+    """``base_source`` with the parsed overlay spliced in (``base``: its module, if parsed
+    already); the new lines end as the base's first line does (``\\r\\n`` or ``\\n``)."""
+    if base is None:
+        base = parse_source(base_source, "upstream's module")
+    base_lines, overlay_lines = source_lines(base_source), source_lines(overlay.source)
+    newline = "\r\n" if base_lines and base_lines[0].endswith("\r\n") else "\n"
+
+    def overlay_segment(first: int, last: int) -> List[str]:
+        """The overlay's lines ``first..last``, each ending in the base's newline."""
+        return [line.rstrip("\r\n") + newline for line in overlay_lines[first - 1 : last]]
+
+    # 1. Each definition replaces the base's of its name in place, or is appended.
+    edits: List[Tuple[int, int, List[str]]] = []  # (first index, index after the last, lines)
+    appended: List[str] = []
+    base_definitions = top_level_definitions(base)
+    for definition in overlay.definitions:
+        new_lines = overlay_segment(*_span(definition))
+        if definition.name in base_definitions:
+            first, last = _span(base_definitions[definition.name])
+            edits.append((first - 1, last, new_lines))
+        else:
+            appended.extend([newline, newline] + new_lines)
+
+    # 2. What the base binds: by imports (inside top-level if/try too), and otherwise.
+    bound_by_imports: Set[str] = set()
+    pending: List[ast.stmt] = list(base.body)
     while pending:
         node = pending.pop()
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update(bound for bound, _ in _import_bindings(node))
+            bound_by_imports.update(bound for bound, _ in _import_bindings(node))
         elif isinstance(node, (ast.If, ast.Try)):
             pending.extend(node.body + node.orelse + getattr(node, "finalbody", []))
             for handler in getattr(node, "handlers", []):
                 pending.extend(handler.body)
-    return names
-
-
-def _other_top_level_names(module: ast.Module) -> Set[str]:
-    """Names bound at top level by definitions and assignments (not by imports)."""
-    names: Set[str] = set()
-    for node in module.body:
-        if isinstance(node, _DEFINITIONS):
-            names.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+    bound_otherwise = set(base_definitions)
+    for node in base.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
-    return names
+            bound_otherwise.update(
+                n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)
+            )
+    taken = bound_otherwise | bound_by_imports
 
-
-def _insertion_line(module: ast.Module) -> int:
-    """The 1-based line after which new imports go: the base's last top-level import."""
-    imports = [node for node in module.body if isinstance(node, (ast.Import, ast.ImportFrom))]
-    if imports:
-        return _end_line(imports[-1])
-    if module.body and _is_docstring(module.body[0]):
-        return _end_line(module.body[0])
-    return 0
-
-
-def _new_imports(base: ast.Module, overlay: OverlayParts, newline: str) -> List[str]:
-    bound_by_imports = _names_bound_by_imports(base)
-    bound_otherwise = _other_top_level_names(base)
-    lines: List[str] = []
+    # 3. The imports the base lacks, one statement per name.
+    inserted: List[str] = []
     for node in overlay.imports:
         for bound, statement in _import_bindings(node):
             if bound in bound_by_imports:
@@ -299,30 +250,16 @@ def _new_imports(base: ast.Module, overlay: OverlayParts, newline: str) -> List[
                     f"{bound!r} itself; rename the import in the overlay"
                 )
             bound_by_imports.add(bound)
-            lines.append(statement + newline)
-    return lines
+            inserted.append(statement + newline)
 
-
-def _new_constants(
-    base: ast.Module,
-    base_source: str,
-    overlay: OverlayParts,
-    overlay_lines: Sequence[str],
-    newline: str,
-) -> List[str]:
-    base_constants = {}
-    base_lines = source_lines(base_source)
-    for node in base.body:
-        name = _constant_name(node)
-        if name is not None:
-            base_constants[name] = source_segment(base_lines, node)
-    taken = _other_top_level_names(base) | _names_bound_by_imports(base)
-    overlay_source_lines = source_lines(overlay.source)
-    lines: List[str] = []
+    # 4. The constants the base lacks, with the comment lines directly above them.
+    base_constants = {
+        name: source_segment(base_lines, node)
+        for node in base.body
+        if (name := _constant_name(node)) is not None
+    }
     for node in overlay.constants:
-        name = _constant_name(node)
-        assert name is not None
-        source = source_segment(overlay_source_lines, node)
+        name, source = _constant_name(node), source_segment(overlay_lines, node)
         if name in base_constants:
             if base_constants[name] == source:
                 continue
@@ -335,37 +272,19 @@ def _new_constants(
                 f"the overlay sets {name!r}, a name upstream's module defines otherwise; "
                 "rename the overlay's constant"
             )
-        first = _comment_lines_above(overlay_lines, _first_line(node))
-        lines.append(newline)
-        lines.extend(_segment(overlay_lines, first, _end_line(node), newline))
-    return lines
+        first, last = _span(node)
+        while first > 1 and overlay_lines[first - 2].lstrip().startswith("#"):
+            first -= 1
+        inserted += [newline] + overlay_segment(first, last)
 
-
-def _definition_edits(
-    base: ast.Module, overlay: OverlayParts, overlay_lines: Sequence[str], newline: str
-) -> Tuple[List[Tuple[int, int, List[str]]], List[str]]:
-    """(edits replacing the base's definitions, lines of the definitions to append)."""
-    edits: List[Tuple[int, int, List[str]]] = []
-    appended: List[str] = []
-    base_definitions = top_level_definitions(base)
-    for definition in overlay.definitions:
-        first, last = _first_line(definition), _end_line(definition)
-        new_lines = _segment(overlay_lines, first, last, newline)
-        if definition.name in base_definitions:
-            old = base_definitions[definition.name]
-            edits.append((_first_line(old) - 1, _end_line(old), new_lines))
-        else:
-            appended.extend([newline, newline] + new_lines)
-    return edits, appended
-
-
-def _apply(
-    base_lines: Sequence[str],
-    edits: Sequence[Tuple[int, int, List[str]]],
-    appended: Sequence[str],
-    newline: str,
-) -> str:
-    """The base's lines with ``edits`` made (last first) and ``appended`` at the end."""
+    # 5. Insertions after the base's last top-level import (or its docstring); edits last first.
+    if inserted:
+        imports = [node for node in base.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+        heads: List[ast.stmt] = [*imports[-1:], *(n for n in base.body[:1] if _is_docstring(n))]
+        at = _span(heads[0])[1] if heads else 0
+        edits.append((at, at, inserted))
+    if not edits and not appended:
+        return base_source
     result = list(base_lines)
     if appended:
         if result and not result[-1].endswith(("\n", "\r")):
@@ -376,46 +295,9 @@ def _apply(
     return "".join(result)
 
 
-def splice_overlay(
-    base_source: str, overlay: OverlayParts, base: Optional[ast.Module] = None
-) -> str:
-    """Return ``base_source`` with the parsed overlay spliced in, by the rules of this module.
-
-    Pure: no I/O, and the result depends on the two sources only. Lines keep the base's
-    newline convention (``\\r\\n`` where the base's first line ends so). ``base`` is the
-    base's module if the caller has parsed it already.
-    """
-    if base is None:
-        base = parse_source(base_source, "upstream's module")
-    base_lines = base_source.splitlines(keepends=True)
-    overlay_lines = overlay.source.splitlines(keepends=True)
-    newline = "\r\n" if base_lines and base_lines[0].endswith("\r\n") else "\n"
-    edits, appended = _definition_edits(base, overlay, overlay_lines, newline)
-    inserted = _new_imports(base, overlay, newline)
-    inserted += _new_constants(base, base_source, overlay, overlay_lines, newline)
-    if inserted:
-        at = _insertion_line(base)
-        edits.append((at, at, inserted))
-    if not edits and not appended:
-        return base_source
-    return _apply(base_lines, edits, appended, newline)
-
-
-def splice_functions(base_source: str, overlay_source: str) -> str:
-    """:func:`splice_overlay` on two sources (the overlay parsed here)."""
-    return splice_overlay(base_source, parse_overlay(overlay_source))
-
-
 def check_splice(spliced: bytes, overlay: OverlayParts, *, filename: str) -> None:
-    """Check that the spliced module compiles and holds each overlay definition unchanged.
-
-    ``spliced`` is the module's bytes as written, so its encoding (BOM, coding cookie) is
-    checked too.
-
-    Raises:
-        PatchError: If the result does not compile, or a function's AST differs from the
-            overlay's.
-    """
+    """Check that the spliced module, as the bytes written (encoding included), compiles and
+    holds each overlay definition unchanged; refuse it otherwise."""
     try:
         with _AST_LOCK:
             module = ast.parse(spliced, filename)
@@ -427,8 +309,7 @@ def check_splice(spliced: bytes, overlay: OverlayParts, *, filename: str) -> Non
         ) from None
     found = top_level_definitions(module)
     for definition in overlay.definitions:
-        spliced_definition = found.get(definition.name)
-        if spliced_definition is None or ast.dump(spliced_definition) != ast.dump(definition):
+        if definition.name not in found or ast.dump(found[definition.name]) != ast.dump(definition):
             raise PatchError(
                 f"{filename}: after the splice, {definition.name} differs from the overlay's; "
                 "the splice went wrong for this base release, please report it"
@@ -491,22 +372,43 @@ def signature_from_ast(function: FunctionNode) -> inspect.Signature:
 
 @functools.lru_cache(maxsize=256)
 def _calls(source: bytes, path: str, names: FrozenSet[str]) -> Tuple[CallShape, ...]:
-    """(line, name, positional arguments, keywords, spreads) of every call of ``names`` in
-    one source; kept per source (the matrix's 75 wheels hold 6 releases' sources)."""
+    """(line, name, positional arguments, keywords, spreads) of each call of ``names`` in one
+    source, in ``ast.walk``'s order, kept per source (the matrix's 75 wheels hold 6 releases').
+    Only a line where a name is followed by :data:`_CALL_TAIL` (not as a ``def`` or ``class``
+    name) can hold a call: a source with none is not parsed, and the search enters only nodes
+    spanning such a line (as every node enclosing a call does); the AST decides the rest."""
     text = decode_source(source, path)[0]
+    lines = set()
+    for name in names:
+        for match in re.finditer(re.escape(name) + _CALL_TAIL, text):
+            at = match.start()
+            if not text[max(0, at - 64) : at].rstrip(" \t").endswith(("def", "class")):
+                ends = text.count("\n", 0, at) + text.count("\r", 0, at)
+                lines.add(1 + ends - text.count("\r\n", 0, at))
+    if not lines:
+        return ()
     calls = []
-    for node in ast.walk(parse_source(text, f"upstream's {path}", compiled=False)):
+    module = parse_source(text, f"upstream's {path}", compiled=False)
+    todo: List[Tuple[ast.AST, bool]] = [(module, True)]  # read as it grows: ast.walk's order
+    for node, prune in todo:  # prune: skip children off those lines (not in f-strings, whose
+        prune = prune and not isinstance(node, ast.JoinedStr)  # positions have been off)
+        for child in ast.iter_child_nodes(node):
+            if prune and getattr(child, "end_lineno", None) is not None:
+                first, last = _span(child)
+                if not any(first <= line <= last for line in lines):
+                    continue
+            todo.append((child, prune))
         if not isinstance(node, ast.Call):
             continue
         func = node.func
-        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
-        if name in names:
+        called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+        if called in names:
             keywords = tuple(k.arg for k in node.keywords if k.arg is not None)
-            spreads = any(isinstance(a, ast.Starred) for a in node.args) or any(
-                k.arg is None for k in node.keywords
+            starred = [a for a in node.args if isinstance(a, ast.Starred)]
+            spreads = bool(starred) or len(keywords) < len(node.keywords)  # *args or **kwargs
+            calls.append(
+                (node.lineno, str(called), len(node.args) - len(starred), keywords, spreads)
             )
-            positional = len([a for a in node.args if not isinstance(a, ast.Starred)])
-            calls.append((node.lineno, str(name), positional, keywords, spreads))
     return tuple(calls)
 
 
@@ -514,13 +416,8 @@ def check_call_sites(
     sources: Mapping[str, bytes], functions: Iterable[FunctionNode], *, wheel: str
 ) -> int:
     """Bind every call of the given overlay functions in ``sources`` (path -> bytes) to their
-    signatures, as ``inspect.Signature.bind`` binds a real call: by name, directly or as an
-    attribute; a call spreading ``*args``/``**kwargs`` is bound partially. Only sources that
-    hold a name as bytes are parsed (a call writes its name out). Returns the calls found.
-
-    Raises:
-        PatchError: Naming every call that does not fit, with its file and line.
-    """
+    signatures, as ``inspect.Signature.bind`` binds a real call (partially where it spreads
+    ``*args``/``**kwargs``); return the number of calls, or refuse naming each misfit."""
     signatures = {function.name: signature_from_ast(function) for function in functions}
     names = frozenset(signatures)
     found, misfits = 0, []
@@ -552,12 +449,9 @@ OVERLAY_MODULE_NAME = "torchtrt_fork_overlay_utils"
 
 def load_overlay(path: Optional[Path] = None) -> ModuleType:
     """Import the overlay on its own (it needs torch, not TensorRT), once per process."""
-    loaded = sys.modules.get(OVERLAY_MODULE_NAME)
-    if loaded is not None:
-        return loaded
-    path = path or Path(__file__).resolve().parents[2].joinpath(
-        *"py/torch_tensorrt/dynamo/utils.py".split("/")
-    )
+    if OVERLAY_MODULE_NAME in sys.modules:
+        return sys.modules[OVERLAY_MODULE_NAME]
+    path = path or Path(__file__).resolve().parents[2] / "py/torch_tensorrt/dynamo/utils.py"
     spec = importlib.util.spec_from_file_location(OVERLAY_MODULE_NAME, path)
     if spec is None or spec.loader is None:
         raise PatchError(f"cannot import the overlay {str(path)!r}; check that the file exists")
