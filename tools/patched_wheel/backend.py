@@ -1,26 +1,16 @@
 """The PEP 517 build backend of this repository: the whole build, without setuptools.
 
-``pip wheel .``, ``pip install .``, ``python -m build`` and ``uv build`` / ``uv pip install .``
-call these hooks (``pyproject.toml``: ``build-backend = "patched_wheel.backend"``). Nothing is
-compiled: :func:`build_wheel` hands the base that the environment chooses
-(:mod:`.config`) to :func:`.lock.open_base` and :func:`.patch.build_patched_wheel`, the
-functions the command line's ``build`` calls too, so every route gives the same bytes.
-
-* :func:`prepare_metadata_for_build_wheel` answers with the METADATA the patched wheel will
-  carry (the official wheel's, with the patched version), so that pip resolves torch and
-  TensorRT exactly as for the official wheel. It resolves the base as the wheel build does
-  (fetched, or found in the cache, and checked): pip runs each hook in a process of its own,
-  so the wheel build then finds it in the cache.
-* :func:`build_sdist` writes the tree the build needs to run again: the build tool with its
-  lock, the overlay, ``pyproject.toml``, and ``.source-revision.json`` (the git revision, for
-  the provenance of a wheel built from the sdist, where there is no git). Its version is the
-  patched version of the chosen base, known without the network.
-* The editable hooks refuse: a patched wheel is the official wheel with one file replaced, and
-  there is no source tree of it to edit in place.
-
-The base is chosen by the environment only (``TORCHTRT_BASE_*``, see
-:mod:`.config`); ``config_settings`` are not read. A refusal is one line,
-``error: ...``, and the hook exits with status 1.
+``pip wheel .``, ``python -m build`` and uv call these hooks (``pyproject.toml``:
+``build-backend = "patched_wheel.backend"``). Nothing is compiled: :func:`build_wheel` hands the
+base that the environment chooses (``TORCHTRT_BASE_*``, :mod:`.config`; ``config_settings`` are
+not read) to the functions the command line's ``build`` calls, so every route gives the same
+bytes. :func:`prepare_metadata_for_build_wheel` answers with the METADATA the patched wheel will
+carry, so that pip resolves torch and TensorRT exactly as for the official wheel; the base it
+fetches waits in the cache for the wheel build (pip runs each hook in a process of its own).
+:func:`build_sdist` writes the tree the build needs to run again, with ``.source-revision.json``
+(the git revision, for the provenance of a wheel built from the sdist, where there is no git).
+The editable hooks refuse: there is no source tree of a patched wheel to edit in place. A
+refusal is one line, ``error: ...``, and the hook exits with status 1.
 """
 
 from __future__ import annotations
@@ -33,7 +23,7 @@ import tarfile
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Tuple, Union
+from typing import Dict, Iterator, List, NoReturn, Optional, Union
 
 from . import PatchError, config
 from .fetch import installed_request
@@ -50,6 +40,12 @@ SDIST_DEFAULT_MTIME = 315532800
 
 # The files of the repository an sdist carries besides the build tool's folder and the overlay.
 SDIST_FILES = ("pyproject.toml", "README.md", "LICENSE")
+
+PKG_INFO = (
+    "Metadata-Version: 2.1\nName: torch_tensorrt\nVersion: {version}\n"
+    "Summary: torch_tensorrt with the compile-memory fixes, patched into the official wheel\n"
+    "Requires-Python: >=3.10\n"
+)
 
 EDITABLE_REFUSED = (
     "error: an editable install of torch_tensorrt is not possible here: the patched wheel is "
@@ -84,13 +80,11 @@ def _base_from_environment() -> BaseWheel:
 
 
 def get_requires_for_build_wheel(config_settings: ConfigSettings = None) -> List[str]:
-    """Nothing beyond ``build-system.requires``."""
+    """Nothing beyond ``build-system.requires``, for the wheel and the sdist."""
     return []
 
 
-def get_requires_for_build_sdist(config_settings: ConfigSettings = None) -> List[str]:
-    """Nothing beyond ``build-system.requires``."""
-    return []
+get_requires_for_build_sdist = get_requires_for_build_wheel
 
 
 def prepare_metadata_for_build_wheel(
@@ -132,92 +126,43 @@ def sdist_version(choice: config.BaseChoice) -> str:
     return patched_version(choice.request.release, label)
 
 
-def _sdist_sources(revision_folder: Path) -> List[Tuple[str, Path]]:
-    """(path in the sdist, file) of everything the build needs to run again, sorted."""
-    tool = config.LOCK_FILE.parent
-    files = [
-        (name, config.REPOSITORY / name)
-        for name in SDIST_FILES
-        if (config.REPOSITORY / name).is_file()
-    ]
-    files += [
-        (path.relative_to(config.REPOSITORY).as_posix(), path)
-        for path in tool.rglob("*")
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
-    ]
-    files.append(
-        (config.DEFAULT_OVERLAY.relative_to(config.REPOSITORY).as_posix(), config.DEFAULT_OVERLAY)
-    )
-    files.append((REVISION_FILE, revision_folder / REVISION_FILE))
-    return sorted(files)
-
-
-def _pkg_info(version: str) -> bytes:
-    return (
-        "Metadata-Version: 2.1\nName: torch_tensorrt\n"
-        f"Version: {version}\n"
-        "Summary: torch_tensorrt with the compile-memory fixes, patched into the official wheel\n"
-        "Requires-Python: >=3.10\n"
-    ).encode("utf-8")
-
-
-def _tar_member(name: str, data: bytes, mtime: int) -> Tuple[tarfile.TarInfo, io.BytesIO]:
-    info = tarfile.TarInfo(name)
-    info.size, info.mtime, info.mode = len(data), mtime, 0o644
-    info.uid = info.gid = 0
-    info.uname = info.gname = ""
-    return info, io.BytesIO(data)
-
-
-def _write_sdist(path: Path, top: str, members: List[Tuple[str, bytes]], mtime: int) -> None:
-    """A gzip'd tar of ``members`` under ``top/``, with fixed times and owners (reproducible),
-    written under a temporary name and renamed into place."""
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(descriptor, "wb") as stream:
-            with gzip.GzipFile(filename="", mode="wb", fileobj=stream, mtime=0) as zipped:
-                with tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as tar:
-                    for name, data in members:
-                        tar.addfile(*_tar_member(f"{top}/{name}", data, mtime))
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-
-
 def build_sdist(sdist_directory: str, config_settings: ConfigSettings = None) -> str:
-    """Write ``torch_tensorrt-<patched version>.tar.gz`` into ``sdist_directory``."""
+    """Write ``torch_tensorrt-<patched version>.tar.gz`` into ``sdist_directory``: a gzip'd tar
+    with fixed times and owners (reproducible), written whole."""
     with _one_line_errors():
         version = sdist_version(config.choice_from_environment(os.environ))
-    top = f"torch_tensorrt-{version}"
-    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
-    mtime = int(epoch) if epoch.isdigit() else SDIST_DEFAULT_MTIME
-    with tempfile.TemporaryDirectory() as folder:
-        write_revision_file(Path(folder))
-        members = [(name, path.read_bytes()) for name, path in _sdist_sources(Path(folder))]
-    members = sorted(members + [("PKG-INFO", _pkg_info(version))])
-    Path(sdist_directory).mkdir(parents=True, exist_ok=True)
-    _write_sdist(Path(sdist_directory) / f"{top}.tar.gz", top, members, mtime)
+        top = f"torch_tensorrt-{version}"
+        epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+        mtime = int(epoch) if epoch.isdigit() else SDIST_DEFAULT_MTIME
+        # The members: what the build needs to run again, the revision file and PKG-INFO
+        sources = [config.REPOSITORY / name for name in SDIST_FILES]
+        sources = [path for path in sources if path.is_file()] + [config.DEFAULT_OVERLAY]
+        sources += [
+            path
+            for path in config.LOCK_FILE.parent.rglob("*")
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
+        ]
+        members = {p.relative_to(config.REPOSITORY).as_posix(): p.read_bytes() for p in sources}
+        with tempfile.TemporaryDirectory() as folder:
+            write_revision_file(Path(folder))
+            members[REVISION_FILE] = (Path(folder) / REVISION_FILE).read_bytes()
+        members["PKG-INFO"] = PKG_INFO.format(version=version).encode("utf-8")
+        # The gzip'd tar, in memory, then written whole
+        sdist = io.BytesIO()
+        with gzip.GzipFile(filename="", mode="wb", fileobj=sdist, mtime=0) as zipped:
+            with tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as tar:
+                for name, data in sorted(members.items()):
+                    info = tarfile.TarInfo(f"{top}/{name}")
+                    info.size, info.mtime, info.mode = len(data), mtime, 0o644
+                    info.uid, info.gid, info.uname, info.gname = 0, 0, "", ""
+                    tar.addfile(info, io.BytesIO(data))
+        config.write_atomically(Path(sdist_directory) / f"{top}.tar.gz", sdist.getvalue())
     return f"{top}.tar.gz"
 
 
-def get_requires_for_build_editable(config_settings: ConfigSettings = None) -> List[str]:
-    """Refused: see :data:`EDITABLE_REFUSED`."""
+def build_editable(*args: object, **kwargs: object) -> NoReturn:
+    """Refused, as the other editable hooks are: see :data:`EDITABLE_REFUSED`."""
     raise SystemExit(EDITABLE_REFUSED)
 
 
-def prepare_metadata_for_build_editable(
-    metadata_directory: str, config_settings: ConfigSettings = None
-) -> str:
-    """Refused: see :data:`EDITABLE_REFUSED`."""
-    raise SystemExit(EDITABLE_REFUSED)
-
-
-def build_editable(
-    wheel_directory: str,
-    config_settings: ConfigSettings = None,
-    metadata_directory: Optional[str] = None,
-) -> str:
-    """Refused: see :data:`EDITABLE_REFUSED`."""
-    raise SystemExit(EDITABLE_REFUSED)
+get_requires_for_build_editable = prepare_metadata_for_build_editable = build_editable

@@ -1,7 +1,8 @@
 """Settings and places: what the build supports, what the user asks for, where files live.
 
-Everything a user-facing text states about support (the CLI's help, the docs, the errors) is
-derived from the constants here. The environment of ``pip wheel .`` and ``python -m build``:
+Every user-facing statement of support (help, docs, errors) derives from the constants here.
+The environment of ``pip wheel .`` and ``python -m build`` (the CLI's options take the same
+values through the same checks):
 
 * ``TORCHTRT_BASE_WHEEL=<path>``: that wheel file, offline; its name fixes the rest;
 * otherwise ``TORCHTRT_BASE_VERSION`` (default: the newest supported release, or
@@ -10,9 +11,7 @@ derived from the constants here. The environment of ``pip wheel .`` and ``python
 * ``TORCHTRT_BASE_UNLOCKED=1``: a base the lock does not know is built (with a warning).
 
 Any other ``TORCHTRT_BASE_*`` variable (in any case, on POSIX), or a near miss of these names,
-is refused with the name it probably meant: a misspelt variable would otherwise quietly patch
-another release.
-The command line's options take the same values through the same checks.
+is refused with the name it probably meant: a misspelt one would quietly patch another release.
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Callable, FrozenSet, Iterator, List, Mapping, Optional, Tuple
+from typing import Callable, Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from packaging import tags
 from packaging.version import InvalidVersion, Version
@@ -88,11 +87,8 @@ def supported_releases_text(distribution: str = PROJECT) -> str:
 
 
 def canonical_release(value: str) -> str:
-    """``value`` if it is a canonical release such as ``2.14.0`` (or ``2.9.0+cu128``).
-
-    Raises:
-        ValueError: Saying why, with the canonical form where one exists (``v2.14.0``).
-    """
+    """``value`` if it is a canonical release such as ``2.14.0`` (or ``2.9.0+cu128``); else a
+    ValueError with the canonical form where one exists (``v2.14.0``)."""
     try:
         version: Optional[Version] = Version(value.strip())
     except InvalidVersion:
@@ -187,7 +183,7 @@ def platforms_serving(platform: Optional[str]) -> List[str]:
 
 
 # --- Settings from the environment and the command line ---------------------------------------
-# Variable -> (option, check); TORCHTRT_BASE_WHEEL and TORCHTRT_BASE_UNLOCKED are read apart.
+# Variable -> check; TORCHTRT_BASE_WHEEL and TORCHTRT_BASE_UNLOCKED are read apart.
 REQUEST_VARIABLES: Mapping[str, Callable[[str], str]] = {
     "TORCHTRT_BASE_VERSION": release_or_installed,
     "TORCHTRT_BASE_PLATFORM": canonical_platform,
@@ -197,15 +193,6 @@ REQUEST_VARIABLES: Mapping[str, Callable[[str], str]] = {
 VARIABLES = ("TORCHTRT_BASE_WHEEL", *REQUEST_VARIABLES, "TORCHTRT_BASE_UNLOCKED")
 # Names a user may guess from the CLI's options, and the variable each means.
 ALIASES = {"TORCHTRT_BASE_RELEASE": "TORCHTRT_BASE_VERSION (the CLI's --release)"}
-
-
-def _checked(environ: Mapping[str, str], name: str) -> Optional[str]:
-    """The variable's value through its check, or ``None`` if unset or empty."""
-    value = environ.get(name, "")
-    try:
-        return REQUEST_VARIABLES[name](value) if value else None
-    except ValueError as error:
-        raise PatchError(f"{name}={error}") from None
 
 
 def unlocked_from_environment(environ: Mapping[str, str]) -> bool:
@@ -228,13 +215,15 @@ def unlocked_from_environment(environ: Mapping[str, str]) -> bool:
 
 
 def choice_from_environment(environ: Mapping[str, str]) -> BaseChoice:
-    """The base the environment asks for (see the module docstring).
-
-    Raises:
-        PatchError: For a malformed variable, or variables that contradict each other.
-    """
+    """The base the environment asks for (see the module docstring); a malformed variable, or
+    variables that contradict each other, are refused."""
     unlocked = unlocked_from_environment(environ)
-    values = {name: _checked(environ, name) for name in REQUEST_VARIABLES}
+    values: Dict[str, Optional[str]] = {}
+    for name, check in REQUEST_VARIABLES.items():
+        try:
+            values[name] = check(environ[name]) if environ.get(name) else None
+        except ValueError as error:
+            raise PatchError(f"{name}={error}") from None
     if environ.get("TORCHTRT_BASE_WHEEL"):
         others = [name for name, value in values.items() if value]
         if others:
@@ -244,25 +233,15 @@ def choice_from_environment(environ: Mapping[str, str]) -> BaseChoice:
             )
         path = Path(environ["TORCHTRT_BASE_WHEEL"]).expanduser()
         return BaseChoice(wheel=path, wheel_source="TORCHTRT_BASE_WHEEL", unlocked=unlocked)
-    return request_choice(
-        *values.values(),
-        unlocked=unlocked,
-        names="TORCHTRT_BASE_VERSION=installed with TORCHTRT_BASE_PLATFORM or _PYTHON",
-    )
+    names = "TORCHTRT_BASE_VERSION=installed with TORCHTRT_BASE_PLATFORM or _PYTHON"
+    return request_choice(list(values.values()), unlocked=unlocked, names=names)
 
 
-def request_choice(
-    release: Optional[str],
-    platform: Optional[str],
-    python: Optional[str],
-    distribution: Optional[str],
-    *,
-    unlocked: bool,
-    names: str,
-) -> BaseChoice:
+def request_choice(values: Sequence[Optional[str]], *, unlocked: bool, names: str) -> BaseChoice:
     """The choice of a release (or ``installed``, which :func:`.fetch.resolve_request` turns
-    into the installed one's) with an optional platform and Python; ``names`` says how the
-    user gave them, for the message when they contradict."""
+    into the installed one's), platform, Python and distribution, each optional; ``names``
+    says how the user gave them, for the message when they contradict."""
+    release, platform, python, distribution = values
     if release == INSTALLED and (platform or python):
         raise PatchError(
             f"{names}: 'installed' takes the platform and Python of the installed "
@@ -283,10 +262,8 @@ class _Formatter(logging.Formatter):
     """Progress as plain lines, warnings as ``warning: ...``; every line escaped."""
 
     def format(self, record: logging.LogRecord) -> str:
-        message = escaped(super().format(record))
-        if record.levelno >= logging.WARNING:
-            return f"{record.levelname.lower()}: {message}"
-        return message
+        prefix = f"{record.levelname.lower()}: " if record.levelno >= logging.WARNING else ""
+        return prefix + escaped(super().format(record))
 
 
 @contextlib.contextmanager
@@ -304,16 +281,12 @@ def logging_configured() -> Iterator[None]:
 
 # --- Files: read once within a cap, written whole ---------------------------------------------
 class Interrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM while a file was being written: unwinds like Ctrl-C, so that the
-    ``finally`` clauses remove the temporary file; never taken for a refusal."""
+    """SIGINT or SIGTERM: unwinds like Ctrl-C, so that the ``finally`` clauses remove temporary
+    files; never taken for a refusal."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
-        self.signum = signum
-
-    @property
-    def exit_status(self) -> int:
-        return 128 + self.signum
+        self.signum, self.exit_status = signum, 128 + signum
 
     def describe(self) -> str:
         return f"interrupted by {signal.Signals(self.signum).name}; nothing half-written is left"
@@ -359,11 +332,8 @@ def write_text_atomically(path: Path, text: str) -> None:
 
 
 def read_file(path: Path, *, what: str, cap: int = MAX_WHEEL_BYTES) -> bytes:
-    """The bytes of the regular file ``path``, read once, refused beyond ``cap``.
-
-    The file is opened without blocking (a FIFO would wait for a writer forever) and checked
-    to be a regular file through the descriptor, so a file swapped in between is caught too.
-    """
+    """The bytes of the regular file ``path``, read once, refused beyond ``cap``. Opened without
+    blocking (a FIFO would wait for a writer forever), checked through the descriptor."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     try:
         descriptor = os.open(path, flags)
@@ -381,26 +351,19 @@ def read_file(path: Path, *, what: str, cap: int = MAX_WHEEL_BYTES) -> bytes:
     return data
 
 
-def git(repository: Path, *args: str, binary: bool = False) -> Optional[str | bytes]:
+def git_bytes(repository: Path, *args: str) -> Optional[bytes]:
     """git's output in ``repository`` (``None`` on any failure); values from a record reach
     git after ``--end-of-options`` where the caller puts it, never as options."""
+    command = ["git", "-C", str(repository), *args]
     try:
-        completed = subprocess.run(
-            ["git", "-C", str(repository), *args], capture_output=True, check=True, timeout=60
-        )
+        return subprocess.run(command, capture_output=True, check=True, timeout=60).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    return completed.stdout if binary else completed.stdout.decode("utf-8", "replace")
 
 
 def git_text(repository: Path, *args: str) -> Optional[str]:
-    out = git(repository, *args)
-    return out if isinstance(out, str) else None
-
-
-def git_bytes(repository: Path, *args: str) -> Optional[bytes]:
-    out = git(repository, *args, binary=True)
-    return out if isinstance(out, bytes) else None
+    output = git_bytes(repository, *args)
+    return None if output is None else output.decode("utf-8", "replace")
 
 
 def python_key(python: str) -> Tuple[int, ...]:

@@ -2,28 +2,19 @@
 
     python tools/patched_wheel site --out DIR [matrix options]
 
-writes a folder that any static web host serves as it is (GitHub Pages, an object store, an
-internal web server), and that works as a ``file://`` folder too::
+writes a folder that any static web host (or ``file://``) serves as it is: ``index.html``, the
+landing page with the lines for pip and uv; ``simple/``, the PEP 503 index of the patched wheels
+beside it (``matrix``'s output, with ``supported_matrix.json``); ``docs/``, built from docsrc/.
 
-    DIR/index.html            the landing page: what to type for pip, uv and a pyproject.toml
-    DIR/simple/               the PEP 503 index of the patched wheels, one page per project
-    DIR/*.whl                 the patched wheels the index links to
-    DIR/supported_matrix.json what was built
-    DIR/docs/                 the documentation, built from docsrc/
+Why a separate command: a team that publishes the fork wants the index and the docs at one
+address with the install lines beside them, and the pages workflow wants one step. Every link
+is relative, so the folder can move; the install lines name the index by the page's own
+address, which the page fills in when it is opened (unknown when the folder is built).
 
-Why a separate command: the wheels and their index come from ``matrix``, the docs from Sphinx;
-a team that publishes the fork wants both at one address with the install lines beside them,
-and a CI workflow (``.github/workflows/pages.yml``) wants one step. Every link in the folder is
-relative, so it can move; the install lines name the index by the page's own address, which
-the page fills in when it is opened (the address is not known when the folder is built).
-
-The wheels and the index are built by the command line (``python tools/patched_wheel
-matrix``), in a subprocess, as any other user of the tool calls it: options that this command
-does not know (``--release``, ``--platform``, ``--python``, ...) go to ``matrix`` as they are,
-so a site can hold a few wheels or the whole matrix. The site lists whatever projects the index
-holds; nothing here names one. The docs are built as ``docsrc/Makefile`` builds them (warnings
-are errors). The folder is written under a temporary name beside ``DIR`` and renamed into place
-only when everything is built; ``DIR`` must not exist yet, or be empty.
+The wheels are built by running the command line's ``matrix`` in a subprocess, as any user
+calls it: options this command does not know go to ``matrix`` as they are. The docs are built
+as ``docsrc/Makefile`` builds them. The folder is written under a temporary name beside ``DIR``
+and renamed into place only when everything is built; ``DIR`` must not exist yet, or be empty.
 """
 
 from __future__ import annotations
@@ -33,12 +24,12 @@ import html
 import importlib.util
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
@@ -80,12 +71,10 @@ class Project:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python tools/patched_wheel site",
-        description=(
-            "Build the site: the patched wheels with their index, the docs, and a landing page "
-            "with the install lines, in one static folder. Other options go to 'matrix' "
-            "(python tools/patched_wheel matrix --help): --release, --platform and --python "
-            "build a part of the matrix; the default is all of it."
-        ),
+        description="Build the site: the patched wheels with their index, the docs, and a "
+        "landing page with the install lines, in one static folder. Other options go to 'matrix' "
+        "(python tools/patched_wheel matrix --help): --release, --platform and --python build a "
+        "part of the matrix; the default is all of it.",
     )
     parser.add_argument(
         "--out", type=Path, required=True, help="the site's folder (must not exist, or be empty)"
@@ -170,41 +159,19 @@ def _run_step(what: str, command: List[str], environment: Optional[Dict[str, str
         )
 
 
-class _Links(HTMLParser):
-    """The ``href`` and text of every link of a simple-index page."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.links: List[Dict[str, str]] = []
-        self._href: Optional[str] = None
-
-    def handle_starttag(self, tag: str, attrs: List[tuple[str, Optional[str]]]) -> None:
-        if tag == "a":
-            self._href = dict(attrs).get("href") or ""
-            self.links.append({"href": self._href, "text": ""})
-
-    def handle_data(self, data: str) -> None:
-        if self._href is not None:
-            self.links[-1]["text"] += data
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "a":
-            self._href = None
-
-
-def _links(page: Path) -> List[Dict[str, str]]:
-    parser = _Links()
-    parser.feed(page.read_text(encoding="utf-8"))
-    return parser.links
+def _link_texts(page: Path) -> List[str]:
+    """The text of every link of a simple-index page (as the tool's index writes them)."""
+    links = re.findall(r"<a\b[^>]*>(.*?)</a>", page.read_text(encoding="utf-8"), re.S)
+    return [html.unescape(text).strip() for text in links]
 
 
 def read_projects(simple: Path) -> List[Project]:
     """The projects of a PEP 503 index folder and their versions, read from its pages (the
     index is the one account of what the site offers)."""
     projects = []
-    for link in _links(simple / "index.html"):
-        name = canonicalize_name(link["text"].strip())
-        wheels = [entry["text"].strip() for entry in _links(simple / name / "index.html")]
+    for text in _link_texts(simple / "index.html"):
+        name = canonicalize_name(text)
+        wheels = _link_texts(simple / name / "index.html")
         versions = sorted({parse_wheel_filename(wheel)[1] for wheel in wheels}, reverse=True)
         projects.append(Project(name, [str(version) for version in versions]))
     return sorted(projects, key=lambda project: project.name)
@@ -212,79 +179,90 @@ def read_projects(simple: Path) -> List[Project]:
 
 def uv_recipe(project: str, version: str, index_url: str) -> str:
     """The ``pyproject.toml`` lines that take ``project`` alone from the fork's index."""
-    return (
-        "[project]\n"
-        f'dependencies = ["{project}=={version}"]\n'
-        "\n"
-        "[[tool.uv.index]]\n"
-        f'name = "{INDEX_NAME}"\n'
-        f'url = "{index_url}"\n'
-        "explicit = true\n"
-        "\n"
-        "[tool.uv.sources]\n"
-        f'{project} = {{ index = "{INDEX_NAME}" }}\n'
-    )
+    return f"""\
+[project]
+dependencies = ["{project}=={version}"]
+
+[[tool.uv.index]]
+name = "{INDEX_NAME}"
+url = "{index_url}"
+explicit = true
+
+[tool.uv.sources]
+{project} = {{ index = "{INDEX_NAME}" }}
+"""
 
 
 # What stands for the index's address in the install lines until the page's script replaces it
 # with the address the page was opened at (a relative URL is not one pip or uv accepts).
 INDEX_URL_PLACEHOLDER = "https://<this site>/simple/"
 
-PAGE_STYLE = """\
-body { font-family: system-ui, sans-serif; max-width: 52rem; margin: 2rem auto; padding: 0 1rem;
-       line-height: 1.5; }
-pre { background: #f4f4f4; padding: 0.75rem; overflow-x: auto; }
-"""
-
-# Fills every install line with the index's address, from the page's own: works on any host and
-# from file://, and names the address the reader actually used.
-PAGE_SCRIPT = """\
+# The landing page. Its script fills every install line with the index's address, from the
+# page's own: that works on any host and from file://, and names the address the reader used.
+PAGE = """\
+<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>torch_tensorrt, compile-memory fork: patched wheels</title>
+<style>
+body {{ font-family: system-ui, sans-serif; max-width: 52rem; margin: 2rem auto; padding: 0 1rem;
+       line-height: 1.5; }}
+pre {{ background: #f4f4f4; padding: 0.75rem; overflow-x: auto; }}
+</style>
+</head>
+<body>
+<h1>torch_tensorrt, compile-memory fork</h1>
+<p>Patched <code>torch_tensorrt</code> wheels: the official wheels from PyPI with the fork's two \
+fixes for the memory a compile takes spliced into <code>torch_tensorrt/dynamo/utils.py</code>, \
+every other file unchanged. The package index is <a href="simple/index.html">here</a>; the \
+<a href="docs/index.html">documentation</a> says what the fixes do and what they cost; its \
+<a href="{recipes_page}">install page</a> gives the lines for poetry and pdm, and what each tool \
+does when this index cannot be reached.</p>
+{sections}<p><a href="supported_matrix.json">What was built</a>, per release, platform and \
+Python.</p>
+<noscript><p>Replace {placeholder} with this page's address (without <code>index.html</code>) \
+followed by <code>simple/</code>.</p></noscript>
+<script>
 const index = new URL("simple/", document.baseURI).href;
 for (const element of document.querySelectorAll(".index-url")) element.textContent = index;
+</script>
+</body>
+</html>
+"""
+
+# A project's part of the landing page; every value is HTML already.
+PROJECT_SECTION = """\
+<h2>{name}</h2>
+<p>Patched versions: {versions} (<a href="simple/{name}/index.html">the files, with their \
+sha256</a>).</p>
+<p>With pip, the index as an extra one, so that torch and TensorRT still come from PyPI:</p>
+<pre>pip install --extra-index-url {url} {requirement}</pre>
+<p>In a uv project, <code>pyproject.toml</code>: the index is explicit, so only {name} comes \
+from it and everything else from PyPI:</p>
+<pre>{recipe}</pre>
 """
 
 
 def landing_page(projects: Sequence[Project]) -> str:
     """The site's ``index.html``: what the site is, the install lines, relative links only."""
-    url = f'<span class="index-url">{html.escape(INDEX_URL_PLACEHOLDER)}</span>'
+    placeholder = html.escape(INDEX_URL_PLACEHOLDER)
+    url = f'<span class="index-url">{placeholder}</span>'
     sections = []
     for project in projects:
         newest = project.versions[0]
-        requirement = html.escape(f'"{project.name}=={newest}"')
-        recipe = html.escape(uv_recipe(project.name, newest, INDEX_URL_PLACEHOLDER)).replace(
-            html.escape(INDEX_URL_PLACEHOLDER), url
-        )
-        page = f"simple/{html.escape(project.name)}/index.html"
+        recipe = html.escape(uv_recipe(project.name, newest, INDEX_URL_PLACEHOLDER))
         sections.append(
-            f"<h2>{html.escape(project.name)}</h2>\n"
-            f"<p>Patched versions: {html.escape(', '.join(project.versions))} "
-            f'(<a href="{page}">the files, with their sha256</a>).</p>\n'
-            "<p>With pip, the index as an extra one, so that torch and TensorRT still come "
-            "from PyPI:</p>\n"
-            f"<pre>pip install --extra-index-url {url} {requirement}</pre>\n"
-            "<p>In a uv project, <code>pyproject.toml</code>: the index is explicit, so only "
-            f"{html.escape(project.name)} comes from it and everything else from PyPI:</p>\n"
-            f"<pre>{recipe}</pre>\n"
+            PROJECT_SECTION.format(
+                name=html.escape(project.name),
+                versions=html.escape(", ".join(project.versions)),
+                url=url,
+                requirement=html.escape(f'"{project.name}=={newest}"'),
+                recipe=recipe.replace(placeholder, url),
+            )
         )
-    return (
-        "<!DOCTYPE html>\n"
-        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        "<title>torch_tensorrt, compile-memory fork: patched wheels</title>\n"
-        f"<style>\n{PAGE_STYLE}</style>\n</head>\n<body>\n"
-        "<h1>torch_tensorrt, compile-memory fork</h1>\n"
-        "<p>Patched <code>torch_tensorrt</code> wheels: the official wheels from PyPI with the "
-        "fork's two fixes for the memory a compile takes spliced into "
-        "<code>torch_tensorrt/dynamo/utils.py</code>, every other file unchanged. The "
-        'package index is <a href="simple/index.html">here</a>; the '
-        '<a href="docs/index.html">documentation</a> says what the fixes do and what they '
-        f'cost; its <a href="{RECIPES_PAGE}">install page</a> gives the lines for poetry and '
-        "pdm, and what each tool does when this index cannot be reached.</p>\n"
-        + "".join(sections)
-        + '<p><a href="supported_matrix.json">What was built</a>, per release, platform '
-        "and Python.</p>\n"
-        f"<noscript><p>Replace {html.escape(INDEX_URL_PLACEHOLDER)} with this page's address "
-        "(without <code>index.html</code>) followed by <code>simple/</code>.</p></noscript>\n"
-        f"<script>\n{PAGE_SCRIPT}</script>\n</body>\n</html>\n"
+    return PAGE.format(
+        recipes_page=RECIPES_PAGE, sections="".join(sections), placeholder=placeholder
     )
 
 
