@@ -20,11 +20,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-if __package__ in (None, ""):  # run as ``python tools/patched_wheel``: load the package by
-    # its location, then run this module as its part (relative imports need the package).
-    _spec = importlib.util.spec_from_file_location(
-        "patched_wheel", Path(__file__).with_name("__init__.py")
-    )
+if __package__ in (None, ""):  # ``python tools/patched_wheel``: load the package, run as its part
+    _init = Path(__file__).with_name("__init__.py")
+    _spec = importlib.util.spec_from_file_location("patched_wheel", _init)
     assert _spec is not None and _spec.loader is not None
     _package = importlib.util.module_from_spec(_spec)
     sys.modules["patched_wheel"] = _package
@@ -33,7 +31,7 @@ if __package__ in (None, ""):  # run as ``python tools/patched_wheel``: load the
 
     sys.exit(_main())
 
-from . import PatchError, config, index, lock, matrix, patch, provenance, releases, verify
+from . import PatchError, config, index, lock, matrix, patch, provenance, releases, site, verify
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -59,19 +57,7 @@ def _shown(path: Path) -> str:
     return path.relative_to(config.REPOSITORY).as_posix()
 
 
-def _argument_type(check: Callable[[str], str]) -> Callable[[str], str]:
-    """An argparse ``type=`` that reports ``check``'s own message."""
-
-    def convert(value: str) -> str:
-        try:
-            return check(value)
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(str(error)) from None
-
-    return convert
-
-
-def _build(args: argparse.Namespace) -> int:
+def _build(args: argparse.Namespace) -> None:
     unlocked = args.unlocked or config.unlocked_from_environment(os.environ)
     given = (args.release, args.platform, args.python, args.distribution)
     if args.base_wheel is not None:
@@ -83,7 +69,6 @@ def _build(args: argparse.Namespace) -> int:
         choice = replace(config.choice_from_environment(os.environ), unlocked=unlocked)
     base = lock.open_base(choice, lock=lock.load_lock(args.lock), cache_dir=args.cache)
     print(patch.build_patched_wheel(base, out_dir=args.out, overlay_path=args.overlay))
-    return 0
 
 
 def _listing_check(args: argparse.Namespace) -> Callable[[bytes, str], Optional[str]]:
@@ -97,7 +82,7 @@ def _listing_check(args: argparse.Namespace) -> Callable[[bytes, str], Optional[
     return check
 
 
-def _matrix(args: argparse.Namespace) -> int:
+def _matrix(args: argparse.Namespace) -> None:
     requests = matrix.requests_for(args.release, args.platform, args.python, args.distribution)
     entries = matrix.build_matrix(requests, out_dir=args.out, cache_dir=args.cache,
                                   lock=lock.load_lock(args.lock), overlay_path=args.overlay,
@@ -107,48 +92,42 @@ def _matrix(args: argparse.Namespace) -> int:
             "the lock has none of the requested wheels; check --release, --platform and --python"
         )
     document = matrix.matrix_document(entries, command=args.command_line)
-    config.write_text_atomically(
-        args.out / "supported_matrix.json", json.dumps(document, indent=2) + "\n"
-    )
+    text = json.dumps(document, indent=2) + "\n"
+    config.write_text_atomically(args.out / "supported_matrix.json", text)
     print(matrix.summary(entries))
     label, built = document["local_label"], sum(bool(entry.patched_wheel) for entry in entries)
-    written = f"{built} wheels and supported_matrix.json in {args.out}"
+    written, unindexed = f"{built} wheels and supported_matrix.json in {args.out}", ""
     if isinstance(label, str) and releases.label_parts(label)[1] is not None:
-        print(
-            f"no simple index: +{label} is a development build, which no index lists",
-            file=sys.stderr,
-        )
+        unindexed = f"+{label} is a development build, which no index lists"
     elif built:
         try:
             index_dir = index.write_simple_index(args.out, check=_listing_check(args))
             written = f"{built} wheels, supported_matrix.json and the simple index in {args.out} "
             written += f"({_install_line(index_dir)})"
         except PatchError as error:
-            print(f"no simple index: {config.escaped(str(error))}", file=sys.stderr)
+            unindexed = config.escaped(str(error))
+    if unindexed:
+        print(f"no simple index: {unindexed}", file=sys.stderr)
     print(written)
     if args.update_docs:
         matrix.update_docs(entries, docs_matrix=config.DOCS_MATRIX, readme=config.README)
-        print(
-            f"updated {config.DOCS_MATRIX.relative_to(config.README.parent)} and the table in "
-            "README.md"
-        )
+        docs_matrix = config.DOCS_MATRIX.relative_to(config.REPOSITORY)
+        print(f"updated {docs_matrix} and the table in README.md")
     failed = sum(entry.error is not None for entry in entries)
     if failed:
         raise PatchError(f"{failed} of {len(entries)} wheels failed; see the lines above")
-    return 0
 
 
 def _install_line(index_dir: Path) -> str:
     return f"pip install --extra-index-url {index_dir.resolve().as_uri()} torch_tensorrt"
 
 
-def _index(args: argparse.Namespace) -> int:
+def _index(args: argparse.Namespace) -> None:
     index_dir = index.write_simple_index(args.dir, check=_listing_check(args))
     print(f"{index_dir}: {_install_line(index_dir)}")
-    return 0
 
 
-def _verify(args: argparse.Namespace) -> int:
+def _verify(args: argparse.Namespace) -> None:
     verification = verify.verify_file(
         args.patched_wheel,
         lock=lock.load_lock(args.lock),
@@ -160,32 +139,28 @@ def _verify(args: argparse.Namespace) -> int:
     print(verification.report(full_diff=args.full_diff))
     if not verification.verified:
         raise PatchError(verification.verdict)
-    return 0
 
 
-def _provenance(args: argparse.Namespace) -> int:
+def _provenance(args: argparse.Namespace) -> None:
     data = config.read_file(args.wheel, what="the patched wheel")
     print(provenance.format_record(verify.read_record(data, args.wheel.name)))
-    return 0
 
 
-def _register_overlay(args: argparse.Namespace) -> int:
+def _register_overlay(args: argparse.Namespace) -> None:
     sha256 = patch.read_overlay(args.overlay)[0].sha256  # one the build can splice, or refused
     number, added = releases.register_overlay(sha256, args.registry)
     state, label = "registered" if added else "already registered", releases.release_label(number)
     print(f"{args.overlay}: sha256 {sha256} {state} as overlay {number}: +{label}")
-    return 0
 
 
-def _lock(args: argparse.Namespace) -> int:
+def _lock(args: argparse.Namespace) -> None:
     requests = matrix.requests_for(args.release, args.platform, args.python, args.distribution)
     refreshed = lock.refresh_lock(requests, path=args.lock, jobs=args.jobs)
     print(f"{args.lock}: {len(refreshed.wheels)} official wheels")
-    return 0
 
 
 # Each command's help and description, and the function that runs it, in the help's order.
-COMMANDS: Dict[str, Tuple[str, Callable[[argparse.Namespace], int]]] = {
+COMMANDS: Dict[str, Tuple[str, Callable[[argparse.Namespace], None]]] = {
     "build": ("build one patched wheel", _build),
     "matrix": ("build every supported release x platform x Python", _matrix),
     "lock": ("refresh the lock of the official wheels' sha256", _lock),
@@ -215,18 +190,27 @@ def argument_parser() -> argparse.ArgumentParser:
             name, help=doc, description=doc, formatter_class=_HelpFormatter
         )
         sub[name].set_defaults(run=run)
-    # Listed for --help only: main() hands 'site' its own arguments (and matrix's) unparsed.
-    commands.add_parser("site", help="write the wheels, their index and the docs into one folder")
-    checks = (config.canonical_release, config.canonical_platform, config.canonical_python)
-    release, platform, python = map(_argument_type, checks)
-    distribution, out, default = _argument_type(config.canonical_distribution), Path, "%(default)s"
+    # 'site' hands the options it does not know to 'matrix': main() parses them as extras.
+    sub["site"] = commands.add_parser(
+        "site",
+        formatter_class=_HelpFormatter,
+        help="write the wheels, their index and the docs into one folder",
+        description="Build the site: the patched wheels with their index, the docs, and a "
+        "landing page with the install lines, in one static folder. Other options go to 'matrix' "
+        "(python tools/patched_wheel matrix --help): --release, --platform and --python build a "
+        "part of the matrix; the default is all of it.",
+    )
+    sub["site"].set_defaults(run=lambda args: site.build_site(args.out, matrix_options=args.extras))
+    release, platform = config.canonical_release, config.canonical_platform
+    python, distribution = config.canonical_python, config.canonical_distribution
+    out, default = Path, "%(default)s"
     serving = config.platforms_serving(None)  # the running platform's tags, a generic one first
     here = next((tag for tag in serving if not tag.startswith("linux_")), serving[0])
     unchecked = "; its bytes are then checked by nothing but its own RECORD"
     repeat = "repeat for more (default:"
     # (the commands, the option's names, its settings), in the order the help lists them.
     options: List[Tuple[str, str, Dict[str, Any]]] = [
-        ("build", "--release", dict(type=_argument_type(config.release_or_installed),
+        ("build", "--release", dict(type=config.release_or_installed,
          help=f"base release to fetch, or '{config.INSTALLED}' for the release, platform and "
          "Python of the installed torch_tensorrt (default: TORCHTRT_BASE_VERSION, else "
          f"{config.DEFAULT_RELEASE}, the newest supported)")),
@@ -257,8 +241,7 @@ def argument_parser() -> argparse.ArgumentParser:
          help=f"a Python version; {repeat} {', '.join(config.PYTHONS)})")),
         ("matrix lock", "--jobs", dict(type=int, default=4,
          help=f"parallel downloads (default: {default})")),
-        ("index", "dir", dict(metavar="DIR", type=Path,
-         help="folder of wheels (writes DIR/simple)")),
+        ("index", "dir", dict(metavar="DIR", type=Path, help="folder of wheels (writes DIR/simple)")),
         ("verify", "patched_wheel", dict(metavar="PATCHED_WHEEL", type=Path, help="the wheel")),
         ("verify", "--base-wheel", dict(type=Path,
          help="the official wheel file (default: fetch it)")),
@@ -279,6 +262,8 @@ def argument_parser() -> argparse.ArgumentParser:
          help=f"folder of downloaded official wheels (default: {_shown(config.DEFAULT_CACHE_DIR)})")),
         ("build matrix", "--overlay", dict(type=Path, default=config.DEFAULT_OVERLAY,
          help=f"the overlay (default: {_shown(config.DEFAULT_OVERLAY)})")),
+        ("site", "--out", dict(type=Path, required=True,
+         help="the site's folder (must not exist, or be empty)")),
     ]  # fmt: skip
     for names, flag, settings in options:
         for name in names.split():
@@ -289,12 +274,11 @@ def argument_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run a command; a :class:`PatchError` is printed and gives exit status 1."""
     arguments = list(sys.argv[1:] if argv is None else argv)
-    if arguments[:1] == ["site"]:
-        from . import site
-
-        return site.main(arguments[1:])
     parser = argument_parser()
-    args = parser.parse_args(arguments)
+    args, extras = parser.parse_known_args(arguments)
+    if extras and args.command != "site":  # only 'site' hands options on, to 'matrix'
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    args.extras = extras
     args.command_line = shlex.join(["python", "tools/patched_wheel", *arguments])
     if args.command in ("matrix", "lock"):
         args.distribution = args.distribution or list(config.DISTRIBUTIONS)
@@ -309,7 +293,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     with config.logging_configured():
         try:
             with config.signals_unwind():  # SIGTERM anywhere ends as Ctrl-C does: one line
-                status: int = args.run(args)
+                args.run(args)
         except PatchError as error:
             print(f"error: {config.escaped(str(error))}", file=sys.stderr)
             return 1
@@ -317,10 +301,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             interrupted = config.Interrupted(getattr(error, "signum", signal.SIGINT))
             print(f"error: {interrupted.describe()}", file=sys.stderr)
             return interrupted.exit_status
-    return status
+    return 0
 
-
-__all__: List[str] = ["argument_parser", "main"]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,16 +1,12 @@
 """The PEP 517 build backend of this repository: the whole build, without setuptools.
 
-``pip wheel .``, ``python -m build`` and uv call these hooks (``pyproject.toml``:
-``build-backend = "patched_wheel.backend"``). Nothing is compiled: :func:`build_wheel` hands the
-base that the environment chooses (``TORCHTRT_BASE_*``, :mod:`.config`; ``config_settings`` are
-not read) to the functions the command line's ``build`` calls, so every route gives the same
-bytes. :func:`prepare_metadata_for_build_wheel` answers with the METADATA the patched wheel will
-carry, so that pip resolves torch and TensorRT exactly as for the official wheel; the base it
-fetches waits in the cache for the wheel build (pip runs each hook in a process of its own).
-:func:`build_sdist` writes the tree the build needs to run again, with ``.source-revision.json``
-(the git revision, for the provenance of a wheel built from the sdist, where there is no git).
-The editable hooks refuse: there is no source tree of a patched wheel to edit in place. A
-refusal is one line, ``error: ...``, and the hook exits with status 1.
+pip, ``python -m build`` and uv call these hooks; nothing is compiled. :func:`build_wheel` hands
+the base that the environment chooses (``TORCHTRT_BASE_*``; ``config_settings`` are not read)
+to the functions the command line's ``build`` calls, so every route gives the same bytes.
+:func:`prepare_metadata_for_build_wheel` answers with the patched wheel's METADATA, so that pip
+resolves torch and TensorRT as for the official wheel; the base it fetches waits in the cache
+for the wheel build. The editable hooks refuse: a patched wheel has no source tree to edit in
+place. A refusal is one line, ``error: ...``, and the hook exits with status 1.
 """
 
 from __future__ import annotations
@@ -37,10 +33,8 @@ ConfigSettings = Optional[Dict[str, Union[str, List[str], None]]]
 # The time of the sdist's members without SOURCE_DATE_EPOCH: fixed, so that two sdists of one
 # tree are the same bytes (1980-01-01, as the zip floor of the wheels).
 SDIST_DEFAULT_MTIME = 315532800
-
 # The files of the repository an sdist carries besides the build tool's folder and the overlay.
 SDIST_FILES = ("pyproject.toml", "README.md", "LICENSE")
-
 PKG_INFO = (
     "Metadata-Version: 2.1\nName: torch_tensorrt\nVersion: {version}\n"
     "Summary: torch_tensorrt with the compile-memory fixes, patched into the official wheel\n"
@@ -116,21 +110,21 @@ def build_wheel(
     return patched.name
 
 
-def sdist_version(choice: config.BaseChoice) -> str:
-    """The patched version of the chosen base, known without the network."""
-    label = build_origin(read_overlay()[1]).label
-    if choice.wheel is not None:
-        return patched_version(parse_wheel_name(choice.wheel.name).written_version, label)
-    if choice.request.release == config.INSTALLED:
-        return patched_version(installed_request().release, label)
-    return patched_version(choice.request.release, label)
-
-
 def build_sdist(sdist_directory: str, config_settings: ConfigSettings = None) -> str:
     """Write ``torch_tensorrt-<patched version>.tar.gz`` into ``sdist_directory``: a gzip'd tar
-    with fixed times and owners (reproducible), written whole."""
+    with fixed times and owners (reproducible) of the tree the build needs to run again, with
+    ``.source-revision.json`` for the provenance of a wheel built from it, where there is no git."""
     with _one_line_errors():
-        version = sdist_version(config.choice_from_environment(os.environ))
+        # The patched version of the chosen base, known without the network
+        choice = config.choice_from_environment(os.environ)
+        label = build_origin(read_overlay()[1]).label
+        if choice.wheel is not None:
+            release = parse_wheel_name(choice.wheel.name).written_version
+        elif choice.request.release == config.INSTALLED:
+            release = installed_request().release
+        else:
+            release = choice.request.release
+        version = patched_version(release, label)
         top = f"torch_tensorrt-{version}"
         epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
         mtime = int(epoch) if epoch.isdigit() else SDIST_DEFAULT_MTIME

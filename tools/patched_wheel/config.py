@@ -1,21 +1,19 @@
 """Settings and places: what the build supports, what the user asks for, where files live.
 
-Every user-facing statement of support (help, docs, errors) derives from the constants here.
-The environment of ``pip wheel .`` and ``python -m build`` (the CLI's options take the same
-values through the same checks):
-
-* ``TORCHTRT_BASE_WHEEL=<path>``: that wheel file, offline; its name fixes the rest;
-* otherwise ``TORCHTRT_BASE_VERSION`` (default: the newest supported release, or
-  ``installed``), ``TORCHTRT_BASE_PLATFORM`` and ``TORCHTRT_BASE_PYTHON`` (unset: the running
-  platform and Python), ``TORCHTRT_BASE_DISTRIBUTION`` (default ``torch-tensorrt``);
-* ``TORCHTRT_BASE_UNLOCKED=1``: a base the lock does not know is built (with a warning).
-
-Any other ``TORCHTRT_BASE_*`` variable (in any case, on POSIX), or a near miss of these names,
-is refused with the name it probably meant: a misspelt one would quietly patch another release.
+Every statement of support (help, docs, errors) derives from the constants here. The environment
+of ``pip wheel .`` (the CLI's options take the same values through the same checks):
+``TORCHTRT_BASE_WHEEL=<path>``, that wheel file, offline; else ``TORCHTRT_BASE_VERSION`` (a
+release or ``installed``; default: the newest supported), ``TORCHTRT_BASE_PLATFORM`` and
+``TORCHTRT_BASE_PYTHON`` (default: the running ones), ``TORCHTRT_BASE_DISTRIBUTION`` (default
+``torch-tensorrt``); ``TORCHTRT_BASE_UNLOCKED=1`` builds a base the lock does not know, with a
+warning. Any other ``TORCHTRT_BASE_*`` variable (in any case, on POSIX) or a near miss of these
+names is refused with the name it probably meant: a misspelt one would quietly patch another
+release.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import difflib
 import logging
@@ -62,10 +60,7 @@ PROJECT = DISTRIBUTIONS[0]
 # (2.8 and 2.9: no host-trim hook there; their prepare_inputs is 2.10's, which copies).
 SUPPORTED_RELEASES = ("2.8.0", "2.9.0", "2.10.0", "2.11.0", "2.12.0", "2.12.1", "2.13.0", "2.14.0")
 RTX_RELEASES = ("2.11.0", "2.12.0", "2.12.1", "2.13.0", "2.14.0")
-RELEASES: Mapping[str, Tuple[str, ...]] = {
-    PROJECT: SUPPORTED_RELEASES,
-    DISTRIBUTIONS[1]: RTX_RELEASES,
-}
+RELEASES = {PROJECT: SUPPORTED_RELEASES, DISTRIBUTIONS[1]: RTX_RELEASES}
 DEFAULT_RELEASE = SUPPORTED_RELEASES[-1]
 # The fixes the overlay may carry (patch.FIXES says what each is and where it applies).
 FIX_NAMES = ("offload", "host-trim", "input-copy")
@@ -82,6 +77,11 @@ INSTALLED = "installed"
 MAX_WHEEL_BYTES = 1 << 30
 
 
+class InvalidValue(ValueError, argparse.ArgumentTypeError):
+    """A value that a check below refuses: argparse prints its message as it is (an option's
+    type), the environment's reader turns it into a PatchError (a variable's)."""
+
+
 def supported_releases_text(distribution: str = PROJECT) -> str:
     return ", ".join(RELEASES.get(distribution, SUPPORTED_RELEASES))
 
@@ -90,17 +90,15 @@ def canonical_release(value: str) -> str:
     """``value`` if it is a canonical release such as ``2.14.0`` (or ``2.9.0+cu128``); else a
     ValueError with the canonical form where one exists (``v2.14.0``)."""
     try:
-        version: Optional[Version] = Version(value.strip())
+        version = Version(value.strip())
     except InvalidVersion:
-        version = None
-    plain = version is not None and not (
-        version.epoch or version.pre or version.post or version.dev or len(version.release) != 3
-    )
-    if plain and str(version) == value:
-        return value
-    if plain:
-        raise ValueError(f"{value!r} is not a canonical release; write {str(version)!r}")
-    raise ValueError(
+        version = Version("0")  # not three numbers: refused below
+    plain = not (version.epoch or version.pre or version.post or version.dev)
+    if plain and len(version.release) == 3:
+        if str(version) == value:
+            return value
+        raise InvalidValue(f"{value!r} is not a canonical release; write {str(version)!r}")
+    raise InvalidValue(
         f"{value!r} is not a release such as {DEFAULT_RELEASE!r}; supported base releases "
         f"are {supported_releases_text()}"
     )
@@ -111,21 +109,21 @@ def release_or_installed(value: str) -> str:
     if value == INSTALLED:
         return value
     if value.strip().lower() == INSTALLED:
-        raise ValueError(f"{value!r} is not a release; write {INSTALLED!r} for the installed one")
+        raise InvalidValue(f"{value!r} is not a release; write {INSTALLED!r} for the installed one")
     return canonical_release(value)
 
 
 def canonical_python(value: str) -> str:
     """``value`` if it is a Python version written ``3.N``."""
     if not re.fullmatch(r"3\.(0|[1-9][0-9]?)", value):
-        raise ValueError(f"{value!r} is not a Python version such as '3.12'; give major.minor")
+        raise InvalidValue(f"{value!r} is not a Python version such as '3.12'; give major.minor")
     return value
 
 
 def canonical_platform(value: str) -> str:
     """``value`` if it looks like a platform tag (``manylinux_2_28_x86_64``, ``win_amd64``)."""
     if not re.fullmatch(r"[a-z0-9_]+(\.[a-z0-9_]+)*", value):
-        raise ValueError(
+        raise InvalidValue(
             f"{value!r} is not a platform tag such as 'manylinux_2_28_x86_64' or 'win_amd64'"
         )
     return value
@@ -135,7 +133,7 @@ def canonical_distribution(value: str) -> str:
     """The distribution ``value`` names (``torch_tensorrt_rtx`` is ``torch-tensorrt-rtx``)."""
     name = re.sub(r"[-_.]+", "-", value.strip()).lower()
     if name not in DISTRIBUTIONS:
-        raise ValueError(f"{value!r} is not one of the distributions {', '.join(DISTRIBUTIONS)}")
+        raise InvalidValue(f"{value!r} is not one of the distributions {', '.join(DISTRIBUTIONS)}")
     return name
 
 
@@ -298,11 +296,10 @@ def _raise_interrupted(signum: int, frame: Optional[FrameType]) -> None:
 
 @contextlib.contextmanager
 def signals_unwind() -> Iterator[None]:
-    """SIGINT and SIGTERM raise :class:`Interrupted` inside the block (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {s: signal.signal(s, _raise_interrupted) for s in (signal.SIGINT, signal.SIGTERM)}
+    """SIGINT and SIGTERM raise :class:`Interrupted` inside the block."""
+    main_thread = threading.current_thread() is threading.main_thread()  # the only one for signals
+    signals = (signal.SIGINT, signal.SIGTERM) if main_thread else ()
+    previous = {signum: signal.signal(signum, _raise_interrupted) for signum in signals}
     try:
         yield
     finally:

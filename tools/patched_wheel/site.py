@@ -1,25 +1,17 @@
 """The fork's site in one folder: the index of patched wheels, the docs, and a landing page.
 
-    python tools/patched_wheel site --out DIR [matrix options]
-
-writes a folder that any static web host (or ``file://``) serves as it is: ``index.html``, the
-landing page with the lines for pip and uv; ``simple/``, the PEP 503 index of the patched wheels
-beside it (``matrix``'s output, with ``supported_matrix.json``); ``docs/``, built from docsrc/.
-
-Why a separate command: a team that publishes the fork wants the index and the docs at one
-address with the install lines beside them, and the pages workflow wants one step. Every link
-is relative, so the folder can move; the install lines name the index by the page's own
-address, which the page fills in when it is opened (unknown when the folder is built).
-
-The wheels are built by running the command line's ``matrix`` in a subprocess, as any user
-calls it: options this command does not know go to ``matrix`` as they are. The docs are built
-as ``docsrc/Makefile`` builds them. The folder is written under a temporary name beside ``DIR``
-and renamed into place only when everything is built; ``DIR`` must not exist yet, or be empty.
+``python tools/patched_wheel site --out DIR [matrix options]`` writes a folder that any static
+web host (or ``file://``) serves as it is: ``index.html``, the landing page with the lines for
+pip and uv; ``matrix``'s output (the wheels, ``simple/``, their PEP 503 index, and
+``supported_matrix.json``); ``docs/``, built as ``docsrc/Makefile`` builds them. A team that
+publishes the fork gets the index and the docs at one address, the pages workflow one step.
+Every link is relative, so the folder can move. ``matrix`` runs in a subprocess, as any user
+calls it, with the options this command does not know. ``DIR`` is written under a temporary
+name and renamed into place only when everything is built; it must not exist yet, or be empty.
 """
 
 from __future__ import annotations
 
-import argparse
 import html
 import importlib.util
 import logging
@@ -35,11 +27,9 @@ from typing import Dict, List, Optional, Sequence
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-logger = logging.getLogger(__name__)
+from . import PatchError, config
 
-TOOL = Path(__file__).resolve().parent  # runnable as a folder: ``python tools/patched_wheel``
-REPOSITORY = TOOL.parent.parent
-DOCSRC = REPOSITORY / "docsrc"
+logger = logging.getLogger(__name__)
 
 # What the docs build imports, as docsrc/Makefile puts it on PYTHONPATH: the overlay, the
 # extensions, the build tool's parser and label, the tables and plots.
@@ -52,13 +42,6 @@ SPHINX_OPTIONS = ("-W", "--keep-going", "-n")
 # The name of the fork's index in the project-manager recipes (uv, poetry, pdm).
 INDEX_NAME = "torchtrt-memfix"
 
-# Where the docs give every recipe in full, with what each does when the index is down.
-RECIPES_PAGE = "docs/getting_started/installation.html#install-project-managers"
-
-
-class SiteError(Exception):
-    """A site that cannot be built; its message names the problem and what to do."""
-
 
 @dataclass(frozen=True)
 class Project:
@@ -68,37 +51,16 @@ class Project:
     versions: List[str]
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python tools/patched_wheel site",
-        description="Build the site: the patched wheels with their index, the docs, and a "
-        "landing page with the install lines, in one static folder. Other options go to 'matrix' "
-        "(python tools/patched_wheel matrix --help): --release, --platform and --python build a "
-        "part of the matrix; the default is all of it.",
-    )
-    parser.add_argument(
-        "--out", type=Path, required=True, help="the site's folder (must not exist, or be empty)"
-    )
-    args, matrix_options = parser.parse_known_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    try:
-        build_site(args.out, matrix_options=matrix_options)
-    except SiteError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    return 0
-
-
 def build_site(out: Path, *, matrix_options: Sequence[str] = ()) -> None:
     """Write the site into ``out``: wheels and index, docs, landing page; all or nothing."""
     # Check what the steps need before the minutes of building
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise SiteError(
+        raise PatchError(
             f"{str(out)!r} exists and is not an empty folder; remove it or name another "
             "(the site is written as a new folder, never over an old one)"
         )
     if importlib.util.find_spec("sphinx") is None:
-        raise SiteError(
+        raise PatchError(
             "the docs build needs Sphinx, which this Python lacks; install what the docs need "
             f"with: {Path(sys.executable).name} -m pip install -r docsrc/requirements.txt"
         )
@@ -108,22 +70,29 @@ def build_site(out: Path, *, matrix_options: Sequence[str] = ()) -> None:
         # The patched wheels and their PEP 503 index, by the command line
         _run_step(
             "the wheels and their index",
-            [sys.executable, str(TOOL), "matrix", "--out", str(staging), *matrix_options],
+            [
+                sys.executable,
+                str(Path(__file__).parent),
+                "matrix",
+                "--out",
+                str(staging),
+                *matrix_options,
+            ],
         )
         if not (staging / "simple" / "index.html").is_file():
-            raise SiteError(
+            raise PatchError(
                 "the matrix wrote no index (its messages above say why: only wheels of a "
                 "released overlay are indexed); no site was written"
             )
         projects = read_projects(staging / "simple")
         if not projects:
-            raise SiteError("the index holds no project; check the matrix options")
+            raise PatchError("the index holds no project; check the matrix options")
         # The docs, as docsrc/Makefile builds them (its doctrees kept out of the site)
         with tempfile.TemporaryDirectory() as doctrees:
             _run_step(
                 "the docs",
                 [sys.executable, "-m", "sphinx", "-b", "html", *SPHINX_OPTIONS, "-q"]
-                + ["-d", doctrees, str(DOCSRC), str(staging / "docs")],
+                + ["-d", doctrees, str(config.REPOSITORY / "docsrc"), str(staging / "docs")],
                 environment=docs_environment(),
             )
         # The landing page, and no Jekyll on hosts that would run it (it hides _static/)
@@ -143,7 +112,7 @@ def build_site(out: Path, *, matrix_options: Sequence[str] = ()) -> None:
 
 def docs_environment() -> Dict[str, str]:
     """The environment of a docs build: PYTHONPATH as docsrc/Makefile sets it."""
-    folders = [str(REPOSITORY / folder) for folder in DOCS_IMPORTED_FOLDERS]
+    folders = [str(config.REPOSITORY / folder) for folder in DOCS_IMPORTED_FOLDERS]
     folders += [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []
     return dict(os.environ, PYTHONPATH=os.pathsep.join(folders))
 
@@ -151,9 +120,9 @@ def docs_environment() -> Dict[str, str]:
 def _run_step(what: str, command: List[str], environment: Optional[Dict[str, str]] = None) -> None:
     """Run one step's command in the repository, its output shown as it comes."""
     logger.info("building %s: %s", what, " ".join(command))
-    completed = subprocess.run(command, cwd=REPOSITORY, env=environment, check=False)
+    completed = subprocess.run(command, cwd=config.REPOSITORY, env=environment, check=False)
     if completed.returncode != 0:
-        raise SiteError(
+        raise PatchError(
             f"building {what} failed (exit status {completed.returncode}, its messages above); "
             "no site was written"
         )
@@ -197,8 +166,9 @@ explicit = true
 # with the address the page was opened at (a relative URL is not one pip or uv accepts).
 INDEX_URL_PLACEHOLDER = "https://<this site>/simple/"
 
-# The landing page. Its script fills every install line with the index's address, from the
-# page's own: that works on any host and from file://, and names the address the reader used.
+# The landing page; its install page link is where the docs give every recipe in full. Its
+# script fills every install line with the index's address, from the page's own: that works on
+# any host and from file://, and names the address the reader used.
 PAGE = """\
 <!DOCTYPE html>
 <html lang="en">
@@ -217,7 +187,8 @@ pre {{ background: #f4f4f4; padding: 0.75rem; overflow-x: auto; }}
 fixes for the memory a compile takes spliced into <code>torch_tensorrt/dynamo/utils.py</code>, \
 every other file unchanged. The package index is <a href="simple/index.html">here</a>; the \
 <a href="docs/index.html">documentation</a> says what the fixes do and what they cost; its \
-<a href="{recipes_page}">install page</a> gives the lines for poetry and pdm, and what each tool \
+<a href="docs/getting_started/installation.html#install-project-managers">\
+install page</a> gives the lines for poetry and pdm, and what each tool \
 does when this index cannot be reached.</p>
 {sections}<p><a href="supported_matrix.json">What was built</a>, per release, platform and \
 Python.</p>
@@ -231,18 +202,6 @@ for (const element of document.querySelectorAll(".index-url")) element.textConte
 </html>
 """
 
-# A project's part of the landing page; every value is HTML already.
-PROJECT_SECTION = """\
-<h2>{name}</h2>
-<p>Patched versions: {versions} (<a href="simple/{name}/index.html">the files, with their \
-sha256</a>).</p>
-<p>With pip, the index as an extra one, so that torch and TensorRT still come from PyPI:</p>
-<pre>pip install --extra-index-url {url} {requirement}</pre>
-<p>In a uv project, <code>pyproject.toml</code>: the index is explicit, so only {name} comes \
-from it and everything else from PyPI:</p>
-<pre>{recipe}</pre>
-"""
-
 
 def landing_page(projects: Sequence[Project]) -> str:
     """The site's ``index.html``: what the site is, the install lines, relative links only."""
@@ -250,21 +209,16 @@ def landing_page(projects: Sequence[Project]) -> str:
     url = f'<span class="index-url">{placeholder}</span>'
     sections = []
     for project in projects:
-        newest = project.versions[0]
+        name, newest = html.escape(project.name), project.versions[0]
+        requirement = html.escape(f'"{project.name}=={newest}"')
         recipe = html.escape(uv_recipe(project.name, newest, INDEX_URL_PLACEHOLDER))
         sections.append(
-            PROJECT_SECTION.format(
-                name=html.escape(project.name),
-                versions=html.escape(", ".join(project.versions)),
-                url=url,
-                requirement=html.escape(f'"{project.name}=={newest}"'),
-                recipe=recipe.replace(placeholder, url),
-            )
+            f"<h2>{name}</h2>\n<p>Patched versions: {html.escape(', '.join(project.versions))} "
+            f'(<a href="simple/{name}/index.html">the files, with their sha256</a>).</p>\n'
+            "<p>With pip, the index as an extra one, so that torch and TensorRT still come "
+            f"from PyPI:</p>\n<pre>pip install --extra-index-url {url} {requirement}</pre>\n"
+            "<p>In a uv project, <code>pyproject.toml</code>: the index is explicit, so only "
+            f"{name} comes from it and everything else from PyPI:</p>\n"
+            f"<pre>{recipe.replace(placeholder, url)}</pre>\n"
         )
-    return PAGE.format(
-        recipes_page=RECIPES_PAGE, sections="".join(sections), placeholder=placeholder
-    )
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return PAGE.format(sections="".join(sections), placeholder=placeholder)
