@@ -1,10 +1,7 @@
 """Command line of the patched-wheel tool: ``python tools/patched_wheel <command>``.
 
-The commands are :data:`COMMANDS` (``build`` without a base option reads the environment of
-``pip wheel .``), and ``site``, which :mod:`.site` runs with its arguments unparsed. Arguments
-are checked where they enter (argparse types, exit status 2); a refusal is one
-:class:`~patched_wheel.PatchError`, printed as ``error: ...`` with exit status 1.
-"""
+Arguments are checked where they enter (exit status 2); a refusal is one PatchError, printed as
+``error: ...`` with exit status 1."""
 
 from __future__ import annotations
 
@@ -13,7 +10,6 @@ import importlib.util
 import json
 import os
 import shlex
-import signal
 import sys
 import textwrap
 from dataclasses import replace
@@ -45,7 +41,7 @@ class _VersionAction(argparse.Action):
     """``--version``: the label a build here gives, worked out (from git) only when asked."""
 
     def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
-        with config.logging_configured():
+        with config.one_line_errors():
             label, sha256 = patch.current_label(), patch.read_overlay()[0].sha256
         print(f"patched_wheel {label} (overlay sha256 {sha256[:8]}), default base release "
               f"{config.DEFAULT_RELEASE}")  # fmt: skip
@@ -153,13 +149,21 @@ def _register_overlay(args: argparse.Namespace) -> None:
     print(f"{args.overlay}: sha256 {sha256} {state} as overlay {number}: +{label}")
 
 
+def _site(args: argparse.Namespace) -> None:
+    """Build the site: the patched wheels with their index, the docs, and a landing page with the
+    install lines, in one static folder. Other options go to 'matrix' (python tools/patched_wheel
+    matrix --help): --release, --platform and --python build a part of the matrix; the default is
+    all of it."""
+    site.build_site(args.out, matrix_options=args.extras)
+
+
 def _lock(args: argparse.Namespace) -> None:
     requests = matrix.requests_for(args.release, args.platform, args.python, args.distribution)
     refreshed = lock.refresh_lock(requests, path=args.lock, jobs=args.jobs)
     print(f"{args.lock}: {len(refreshed.wheels)} official wheels")
 
 
-# Each command's help and description, and the function that runs it, in the help's order.
+# Each command's help and the function that runs it (whose docstring, if any, describes it).
 COMMANDS: Dict[str, Tuple[str, Callable[[argparse.Namespace], None]]] = {
     "build": ("build one patched wheel", _build),
     "matrix": ("build every supported release x platform x Python", _matrix),
@@ -171,6 +175,7 @@ COMMANDS: Dict[str, Tuple[str, Callable[[argparse.Namespace], None]]] = {
         "(maintainers) release the overlay: give it the registry's next number",
         _register_overlay,
     ),
+    "site": ("write the wheels, their index and the docs into one folder", _site),
 }
 
 
@@ -187,20 +192,9 @@ def argument_parser() -> argparse.ArgumentParser:
     sub = {}
     for name, (doc, run) in COMMANDS.items():
         sub[name] = commands.add_parser(
-            name, help=doc, description=doc, formatter_class=_HelpFormatter
+            name, help=doc, description=run.__doc__ or doc, formatter_class=_HelpFormatter
         )
         sub[name].set_defaults(run=run)
-    # 'site' hands the options it does not know to 'matrix': main() parses them as extras.
-    sub["site"] = commands.add_parser(
-        "site",
-        formatter_class=_HelpFormatter,
-        help="write the wheels, their index and the docs into one folder",
-        description="Build the site: the patched wheels with their index, the docs, and a "
-        "landing page with the install lines, in one static folder. Other options go to 'matrix' "
-        "(python tools/patched_wheel matrix --help): --release, --platform and --python build a "
-        "part of the matrix; the default is all of it.",
-    )
-    sub["site"].set_defaults(run=lambda args: site.build_site(args.out, matrix_options=args.extras))
     release, platform = config.canonical_release, config.canonical_platform
     python, distribution = config.canonical_python, config.canonical_distribution
     out, default = Path, "%(default)s"
@@ -272,11 +266,11 @@ def argument_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run a command; a :class:`PatchError` is printed and gives exit status 1."""
+    """Run a command; a :class:`PatchError` ends as one line and exit status 1."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     parser = argument_parser()
     args, extras = parser.parse_known_args(arguments)
-    if extras and args.command != "site":  # only 'site' hands options on, to 'matrix'
+    if extras and args.command != "site":  # only 'site' hands the options it does not know on
         parser.error(f"unrecognized arguments: {' '.join(extras)}")
     args.extras = extras
     args.command_line = shlex.join(["python", "tools/patched_wheel", *arguments])
@@ -284,23 +278,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args.distribution = args.distribution or list(config.DISTRIBUTIONS)
         args.platform = args.platform or list(config.PLATFORMS)
         args.python = args.python or list(config.PYTHONS)
-    if (
-        args.command == "build"
-        and args.base_wheel
-        and any((args.release, args.platform, args.python))
-    ):
+    fixed = args.command == "build" and any((args.release, args.platform, args.python))
+    if fixed and args.base_wheel:
         parser.error("--base-wheel fixes release, platform and Python; leave those options out")
-    with config.logging_configured():
-        try:
-            with config.signals_unwind():  # SIGTERM anywhere ends as Ctrl-C does: one line
-                args.run(args)
-        except PatchError as error:
-            print(f"error: {config.escaped(str(error))}", file=sys.stderr)
-            return 1
-        except KeyboardInterrupt as error:  # Ctrl-C or SIGTERM, anywhere
-            interrupted = config.Interrupted(getattr(error, "signum", signal.SIGINT))
-            print(f"error: {interrupted.describe()}", file=sys.stderr)
-            return interrupted.exit_status
+    with config.one_line_errors(), config.signals_unwind():  # SIGTERM anywhere: one line too
+        args.run(args)
     return 0
 
 

@@ -1,17 +1,14 @@
 """The PEP 517 build backend of this repository: the whole build, without setuptools.
 
-pip, ``python -m build`` and uv call these hooks; nothing is compiled. :func:`build_wheel` hands
-the base that the environment chooses (``TORCHTRT_BASE_*``; ``config_settings`` are not read)
-to the functions the command line's ``build`` calls, so every route gives the same bytes.
-:func:`prepare_metadata_for_build_wheel` answers with the patched wheel's METADATA, so that pip
-resolves torch and TensorRT as for the official wheel; the base it fetches waits in the cache
-for the wheel build. The editable hooks refuse: a patched wheel has no source tree to edit in
-place. A refusal is one line, ``error: ...``, and the hook exits with status 1.
+pip, ``python -m build`` and uv call these hooks. They hand the base that the environment
+chooses (``TORCHTRT_BASE_*``; ``config_settings`` are not read) to the functions the CLI's
+``build`` calls, so every route gives the same bytes; the METADATA hook answers with the patched
+wheel's, so that pip resolves torch and TensorRT as for the official wheel. A refusal is one
+line, ``error: ...``, and exit status 1.
 """
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import io
 import os
@@ -19,9 +16,10 @@ import tarfile
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Dict, Iterator, List, NoReturn, Optional, Union
+from typing import Dict, List, NoReturn, Optional, Union
 
-from . import PatchError, config
+from . import config
+from .config import PatchError  # the class one_line_errors catches (config re-exports it)
 from .fetch import installed_request
 from .lock import load_lock, open_base
 from .patch import build_origin, build_patched_wheel, patch_wheel, patched_version, read_overlay
@@ -40,7 +38,6 @@ PKG_INFO = (
     "Summary: torch_tensorrt with the compile-memory fixes, patched into the official wheel\n"
     "Requires-Python: >=3.10\n"
 )
-
 EDITABLE_REFUSED = (
     "error: an editable install of torch_tensorrt is not possible here: the patched wheel is "
     "the official wheel with one file replaced, so there is no source tree to edit in place; "
@@ -48,21 +45,9 @@ EDITABLE_REFUSED = (
 )
 
 
-@contextlib.contextmanager
-def _one_line_errors() -> Iterator[None]:
-    """A refusal as one ``error: ...`` line and exit status 1, with the build's log lines."""
-    with config.logging_configured():
-        try:
-            yield
-        except PatchError as error:
-            raise SystemExit(f"error: {config.escaped(str(error))}") from None
-        except config.Interrupted as error:
-            raise SystemExit(f"error: {error.describe()}") from None
-
-
 def _base_from_environment() -> BaseWheel:
-    """The base the environment chooses; a local install's is refused here, since pip's
-    temporary folder would not keep the original that the way back needs."""
+    """The base the environment chooses; a local install's is refused (pip's temporary folder
+    would not keep the original that the way back needs)."""
     base = open_base(config.choice_from_environment(os.environ), lock=load_lock())
     if base.local_install:
         raise PatchError(
@@ -85,15 +70,13 @@ def prepare_metadata_for_build_wheel(
     metadata_directory: str, config_settings: ConfigSettings = None
 ) -> str:
     """Write ``<name>-<version>.dist-info/METADATA`` as the patched wheel will carry it."""
-    with _one_line_errors():
+    with config.one_line_errors():
         base = _base_from_environment()
         overlay, data = read_overlay()
         patched = patch_wheel(base, overlay, origin=build_origin(data))
         dist_info = patched.filename.split("-")[0] + "-" + patched.record.version + ".dist-info"
         metadata = zipfile.ZipFile(io.BytesIO(patched.data)).read(f"{dist_info}/METADATA")
-    folder = Path(metadata_directory) / dist_info
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "METADATA").write_bytes(metadata)
+        config.write_atomically(Path(metadata_directory) / dist_info / "METADATA", metadata)
     return dist_info
 
 
@@ -103,7 +86,7 @@ def build_wheel(
     metadata_directory: Optional[str] = None,
 ) -> str:
     """Write the patched wheel of the chosen base into ``wheel_directory``; its file name."""
-    with _one_line_errors():
+    with config.one_line_errors():
         base = _base_from_environment()
         patched = build_patched_wheel(base, out_dir=Path(wheel_directory))
         print(f"patched wheel: {patched.name}")
@@ -111,10 +94,9 @@ def build_wheel(
 
 
 def build_sdist(sdist_directory: str, config_settings: ConfigSettings = None) -> str:
-    """Write ``torch_tensorrt-<patched version>.tar.gz`` into ``sdist_directory``: a gzip'd tar
-    with fixed times and owners (reproducible) of the tree the build needs to run again, with
-    ``.source-revision.json`` for the provenance of a wheel built from it, where there is no git."""
-    with _one_line_errors():
+    """Write ``torch_tensorrt-<patched version>.tar.gz``: the tree the build needs, reproducibly,
+    with ``.source-revision.json`` for the provenance of a wheel built where there is no git."""
+    with config.one_line_errors():
         # The patched version of the chosen base, known without the network
         choice = config.choice_from_environment(os.environ)
         label = build_origin(read_overlay()[1]).label
@@ -129,13 +111,9 @@ def build_sdist(sdist_directory: str, config_settings: ConfigSettings = None) ->
         epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
         mtime = int(epoch) if epoch.isdigit() else SDIST_DEFAULT_MTIME
         # The members: what the build needs to run again, the revision file and PKG-INFO
-        sources = [config.REPOSITORY / name for name in SDIST_FILES]
-        sources = [path for path in sources if path.is_file()] + [config.DEFAULT_OVERLAY]
-        sources += [
-            path
-            for path in config.LOCK_FILE.parent.rglob("*")
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
-        ]
+        tool = [p for p in config.LOCK_FILE.parent.rglob("*") if "__pycache__" not in p.parts]
+        sources = [config.REPOSITORY / name for name in SDIST_FILES] + [config.DEFAULT_OVERLAY]
+        sources = [p for p in sources + tool if p.is_file() and p.suffix != ".pyc"]
         members = {p.relative_to(config.REPOSITORY).as_posix(): p.read_bytes() for p in sources}
         with tempfile.TemporaryDirectory() as folder:
             write_revision_file(Path(folder))
@@ -155,7 +133,7 @@ def build_sdist(sdist_directory: str, config_settings: ConfigSettings = None) ->
 
 
 def build_editable(*args: object, **kwargs: object) -> NoReturn:
-    """Refused, as the other editable hooks are: see :data:`EDITABLE_REFUSED`."""
+    """Refused, as the other editable hooks are: a patched wheel has no tree to edit in place."""
     raise SystemExit(EDITABLE_REFUSED)
 
 

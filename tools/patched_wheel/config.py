@@ -1,14 +1,11 @@
 """Settings and places: what the build supports, what the user asks for, where files live.
 
 Every statement of support (help, docs, errors) derives from the constants here. The environment
-of ``pip wheel .`` (the CLI's options take the same values through the same checks):
-``TORCHTRT_BASE_WHEEL=<path>``, that wheel file, offline; else ``TORCHTRT_BASE_VERSION`` (a
-release or ``installed``; default: the newest supported), ``TORCHTRT_BASE_PLATFORM`` and
-``TORCHTRT_BASE_PYTHON`` (default: the running ones), ``TORCHTRT_BASE_DISTRIBUTION`` (default
-``torch-tensorrt``); ``TORCHTRT_BASE_UNLOCKED=1`` builds a base the lock does not know, with a
-warning. Any other ``TORCHTRT_BASE_*`` variable (in any case, on POSIX) or a near miss of these
-names is refused with the name it probably meant: a misspelt one would quietly patch another
-release.
+of ``pip wheel .``, checked as the CLI's options are: ``TORCHTRT_BASE_WHEEL`` (a wheel file), else
+``TORCHTRT_BASE_VERSION`` (a release or ``installed``), ``_PLATFORM``, ``_PYTHON`` and
+``_DISTRIBUTION``; ``TORCHTRT_BASE_UNLOCKED=1`` builds a base the lock does not know. Any other
+``TORCHTRT_BASE_*`` (in any case, on POSIX) or a near miss is refused with the name it probably
+meant: a misspelt variable would quietly patch another release.
 """
 
 from __future__ import annotations
@@ -33,7 +30,7 @@ from typing import Callable, Dict, FrozenSet, Iterator, List, Mapping, Optional,
 from packaging import tags
 from packaging.version import InvalidVersion, Version
 
-from . import PatchError
+from . import PatchError as PatchError  # re-exported: the class one_line_errors catches
 
 logger = logging.getLogger("patched_wheel")
 
@@ -52,8 +49,7 @@ DOCS_MATRIX = REPOSITORY / "docsrc" / "_data" / "supported_matrix.json"
 README = REPOSITORY / "README.md"
 
 # --- What the build supports ------------------------------------------------------------------
-# The distributions whose wheels install torch_tensorrt/ and that the lock may hold; the
-# first is the default (TORCHTRT_BASE_DISTRIBUTION, --distribution).
+# The distributions whose wheels install torch_tensorrt/; the first is the default.
 DISTRIBUTIONS = ("torch-tensorrt", "torch-tensorrt-rtx")
 PROJECT = DISTRIBUTIONS[0]
 # Releases the lock holds wheels of and where at least one fix applies, per distribution
@@ -72,14 +68,12 @@ TARGET = "torch_tensorrt/dynamo/utils.py"
 LABEL_NAME = "memfix1"
 UNLOCKED_OPT_IN = "set TORCHTRT_BASE_UNLOCKED=1 (or pass build --unlocked)"
 INSTALLED = "installed"
-# The largest wheel the tool reads (the official ones are 4-5 MB). Benefit: a hostile file
-# costs at most this much memory; cost: a larger wheel cannot be read (raise it here).
+# The largest wheel the tool reads (the official ones are 4-5 MB): what a hostile file costs.
 MAX_WHEEL_BYTES = 1 << 30
 
 
 class InvalidValue(ValueError, argparse.ArgumentTypeError):
-    """A value that a check below refuses: argparse prints its message as it is (an option's
-    type), the environment's reader turns it into a PatchError (a variable's)."""
+    """A value a check refuses: argparse prints its message, the environment reader a PatchError."""
 
 
 def supported_releases_text(distribution: str = PROJECT) -> str:
@@ -87,8 +81,7 @@ def supported_releases_text(distribution: str = PROJECT) -> str:
 
 
 def canonical_release(value: str) -> str:
-    """``value`` if it is a canonical release such as ``2.14.0`` (or ``2.9.0+cu128``); else a
-    ValueError with the canonical form where one exists (``v2.14.0``)."""
+    """``value`` if it is a canonical release such as ``2.14.0`` (or ``2.9.0+cu128``)."""
     try:
         version = Version(value.strip())
     except InvalidVersion:
@@ -153,8 +146,7 @@ class BaseRequest:
 
     def acceptable_tags(self) -> FrozenSet[tags.Tag]:
         """The tags a wheel may carry to serve this request (older manylinux included)."""
-        python = sys.version_info[:2] if self.python is None else self.python.split(".")
-        version = tuple(int(part) for part in python)
+        version = sys.version_info[:2] if self.python is None else python_key(self.python)
         return frozenset(tags.cpython_tags(version, platforms=platforms_serving(self.platform)))
 
 
@@ -169,8 +161,7 @@ class BaseChoice:
 
 
 def platforms_serving(platform: Optional[str]) -> List[str]:
-    """Platform tags a wheel may carry to serve ``platform`` (``None``: the running one);
-    ``manylinux_2_34_x86_64`` is served by every ``manylinux_2_N_x86_64`` up to 2.34."""
+    """Platform tags a wheel may carry to serve ``platform`` (``None``: the running one)."""
     if platform is None:
         return list(tags.platform_tags())
     parts = platform.split("_")
@@ -194,8 +185,7 @@ ALIASES = {"TORCHTRT_BASE_RELEASE": "TORCHTRT_BASE_VERSION (the CLI's --release)
 
 
 def unlocked_from_environment(environ: Mapping[str, str]) -> bool:
-    """``TORCHTRT_BASE_UNLOCKED=1`` opts in to bases the lock does not know; a misspelt
-    ``TORCHTRT_BASE_*`` variable (or a near miss of one) is refused here, once."""
+    """``TORCHTRT_BASE_UNLOCKED=1``; a misspelt ``TORCHTRT_BASE_*`` variable is refused here."""
     for name in sorted(environ):
         upper = name if os.name == "nt" else name.upper()  # Windows: names are case-insensitive
         near = difflib.get_close_matches(upper, VARIABLES, n=1, cutoff=0.85)
@@ -213,8 +203,7 @@ def unlocked_from_environment(environ: Mapping[str, str]) -> bool:
 
 
 def choice_from_environment(environ: Mapping[str, str]) -> BaseChoice:
-    """The base the environment asks for (see the module docstring); a malformed variable, or
-    variables that contradict each other, are refused."""
+    """The base the environment asks for (see the module docstring), or a refusal."""
     unlocked = unlocked_from_environment(environ)
     values: Dict[str, Optional[str]] = {}
     for name, check in REQUEST_VARIABLES.items():
@@ -236,9 +225,8 @@ def choice_from_environment(environ: Mapping[str, str]) -> BaseChoice:
 
 
 def request_choice(values: Sequence[Optional[str]], *, unlocked: bool, names: str) -> BaseChoice:
-    """The choice of a release (or ``installed``, which :func:`.fetch.resolve_request` turns
-    into the installed one's), platform, Python and distribution, each optional; ``names``
-    says how the user gave them, for the message when they contradict."""
+    """The choice of (release or ``installed``, platform, Python, distribution), each optional;
+    ``names`` says how the user gave them, for the message when they contradict."""
     release, platform, python, distribution = values
     if release == INSTALLED and (platform or python):
         raise PatchError(
@@ -251,8 +239,7 @@ def request_choice(values: Sequence[Optional[str]], *, unlocked: bool, names: st
 
 # --- Talking to a person ----------------------------------------------------------------------
 def escaped(text: str) -> str:
-    """``text`` as a terminal may show it: every character it would act on (escape sequences,
-    carriage returns, bidirectional overrides) written as a Python escape instead."""
+    """``text`` with every character a terminal would act on written as a Python escape."""
     return "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in text)
 
 
@@ -265,38 +252,34 @@ class _Formatter(logging.Formatter):
 
 
 @contextlib.contextmanager
-def logging_configured() -> Iterator[None]:
-    """The tool's log lines on stderr for one command, then the logger as it was."""
+def one_line_errors() -> Iterator[None]:
+    """The tool's log lines on stderr for one command; a refusal ends as one ``error: ...`` line
+    and exit status 1, an interruption (Ctrl-C, or SIGTERM) as one line and 128 + signal."""
     saved = (list(logger.handlers), logger.level, logger.propagate)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_Formatter("%(message)s"))
     logger.handlers[:], logger.level, logger.propagate = [handler], logging.INFO, False
     try:
         yield
+    except PatchError as error:
+        raise SystemExit(f"error: {escaped(str(error))}") from None
+    except KeyboardInterrupt as error:  # Ctrl-C, or one that signals_unwind raises
+        signum = int(error.args[0]) if error.args else signal.SIGINT
+        name = signal.Signals(signum).name
+        print(f"error: interrupted by {name}; nothing half-written is left", file=sys.stderr)
+        raise SystemExit(128 + signum) from None
     finally:
         logger.handlers[:], logger.level, logger.propagate = saved
 
 
 # --- Files: read once within a cap, written whole ---------------------------------------------
-class Interrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM: unwinds like Ctrl-C, so that the ``finally`` clauses remove temporary
-    files; never taken for a refusal."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum, self.exit_status = signum, 128 + signum
-
-    def describe(self) -> str:
-        return f"interrupted by {signal.Signals(self.signum).name}; nothing half-written is left"
-
-
 def _raise_interrupted(signum: int, frame: Optional[FrameType]) -> None:
-    raise Interrupted(signum)
+    raise KeyboardInterrupt(signum)  # unwinds like Ctrl-C: ``finally`` clauses remove temporaries
 
 
 @contextlib.contextmanager
 def signals_unwind() -> Iterator[None]:
-    """SIGINT and SIGTERM raise :class:`Interrupted` inside the block."""
+    """SIGINT and SIGTERM raise ``KeyboardInterrupt(signal number)`` inside the block."""
     main_thread = threading.current_thread() is threading.main_thread()  # the only one for signals
     signals = (signal.SIGINT, signal.SIGTERM) if main_thread else ()
     previous = {signum: signal.signal(signum, _raise_interrupted) for signum in signals}
@@ -308,8 +291,7 @@ def signals_unwind() -> Iterator[None]:
 
 
 def write_atomically(path: Path, data: bytes, *, mode: int = 0o644) -> None:
-    """Write ``data`` through a temporary file in the same folder, then rename it into place:
-    a reader sees the old file or the new one, a failed write leaves no temporary one."""
+    """Write through a temporary file in the folder, then rename: the old file or the new one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with signals_unwind():
         descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
@@ -319,8 +301,7 @@ def write_atomically(path: Path, data: bytes, *, mode: int = 0o644) -> None:
             os.chmod(temporary, mode)
             os.replace(temporary, path)
         finally:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
+            Path(temporary).unlink(missing_ok=True)
 
 
 def write_text_atomically(path: Path, text: str) -> None:
@@ -329,8 +310,8 @@ def write_text_atomically(path: Path, text: str) -> None:
 
 
 def read_file(path: Path, *, what: str, cap: int = MAX_WHEEL_BYTES) -> bytes:
-    """The bytes of the regular file ``path``, read once, refused beyond ``cap``. Opened without
-    blocking (a FIFO would wait for a writer forever), checked through the descriptor."""
+    """The bytes of the regular file ``path``, refused beyond ``cap``; opened without blocking
+    (a FIFO would wait for a writer forever), checked through the descriptor."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     try:
         descriptor = os.open(path, flags)
@@ -349,8 +330,8 @@ def read_file(path: Path, *, what: str, cap: int = MAX_WHEEL_BYTES) -> bytes:
 
 
 def git_bytes(repository: Path, *args: str) -> Optional[bytes]:
-    """git's output in ``repository`` (``None`` on any failure); values from a record reach
-    git after ``--end-of-options`` where the caller puts it, never as options."""
+    """git's output in ``repository``, ``None`` on any failure (callers put values from a record
+    after ``--end-of-options``)."""
     command = ["git", "-C", str(repository), *args]
     try:
         return subprocess.run(command, capture_output=True, check=True, timeout=60).stdout

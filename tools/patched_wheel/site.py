@@ -1,14 +1,10 @@
 """The fork's site in one folder: the index of patched wheels, the docs, and a landing page.
 
-``python tools/patched_wheel site --out DIR [matrix options]`` writes a folder that any static
-web host (or ``file://``) serves as it is: ``index.html``, the landing page with the lines for
-pip and uv; ``matrix``'s output (the wheels, ``simple/``, their PEP 503 index, and
-``supported_matrix.json``); ``docs/``, built as ``docsrc/Makefile`` builds them. A team that
-publishes the fork gets the index and the docs at one address, the pages workflow one step.
-Every link is relative, so the folder can move. ``matrix`` runs in a subprocess, as any user
-calls it, with the options this command does not know. ``DIR`` is written under a temporary
-name and renamed into place only when everything is built; it must not exist yet, or be empty.
-"""
+``site --out DIR``: the landing page (``index.html``, the lines for pip and uv), ``matrix``'s
+output (the wheels, their PEP 503 index ``simple/``) and ``docs/``, in a folder that any static
+web host (or ``file://``) serves as it is and that can move (every link is relative): one
+address for a team that publishes the fork, one step for the pages workflow. ``matrix`` runs in
+a subprocess, as any user runs it; ``DIR`` is renamed into place when everything is built."""
 
 from __future__ import annotations
 
@@ -21,9 +17,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, NamedTuple, Optional, Sequence
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
@@ -31,20 +26,16 @@ from . import PatchError, config
 
 logger = logging.getLogger(__name__)
 
-# What the docs build imports, as docsrc/Makefile puts it on PYTHONPATH: the overlay, the
-# extensions, the build tool's parser and label, the tables and plots.
+# What the docs build imports, as docsrc/Makefile puts it on PYTHONPATH.
 DOCS_IMPORTED_FOLDERS = ("py", "docsrc/_ext", "tools", "benchmarks")
-
-# The options of docsrc/Makefile's SPHINXOPTS (a test keeps the two the same): warnings are
-# errors, all of them reported, and every internal reference must resolve.
+# docsrc/Makefile's SPHINXOPTS (a test keeps the two the same): warnings are errors, all
+# reported, and every internal reference must resolve.
 SPHINX_OPTIONS = ("-W", "--keep-going", "-n")
-
 # The name of the fork's index in the project-manager recipes (uv, poetry, pdm).
 INDEX_NAME = "torchtrt-memfix"
 
 
-@dataclass(frozen=True)
-class Project:
+class Project(NamedTuple):
     """A project of the index: its name and the patched versions it offers, newest first."""
 
     name: str
@@ -68,17 +59,8 @@ def build_site(out: Path, *, matrix_options: Sequence[str] = ()) -> None:
     staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.partial-"))
     try:
         # The patched wheels and their PEP 503 index, by the command line
-        _run_step(
-            "the wheels and their index",
-            [
-                sys.executable,
-                str(Path(__file__).parent),
-                "matrix",
-                "--out",
-                str(staging),
-                *matrix_options,
-            ],
-        )
+        matrix = [sys.executable, str(Path(__file__).parent), "matrix", "--out", str(staging)]
+        _run_step("the wheels and their index", [*matrix, *matrix_options])
         if not (staging / "simple" / "index.html").is_file():
             raise PatchError(
                 "the matrix wrote no index (its messages above say why: only wheels of a "
@@ -87,14 +69,12 @@ def build_site(out: Path, *, matrix_options: Sequence[str] = ()) -> None:
         projects = read_projects(staging / "simple")
         if not projects:
             raise PatchError("the index holds no project; check the matrix options")
-        # The docs, as docsrc/Makefile builds them (its doctrees kept out of the site)
-        with tempfile.TemporaryDirectory() as doctrees:
-            _run_step(
-                "the docs",
-                [sys.executable, "-m", "sphinx", "-b", "html", *SPHINX_OPTIONS, "-q"]
-                + ["-d", doctrees, str(config.REPOSITORY / "docsrc"), str(staging / "docs")],
-                environment=docs_environment(),
-            )
+        # The docs, as docsrc/Makefile builds them; doctrees and plots in a folder of their own
+        with tempfile.TemporaryDirectory() as scratch:
+            doctrees = str(Path(scratch) / "doctrees")
+            sphinx = [sys.executable, "-m", "sphinx", "-b", "html", *SPHINX_OPTIONS, "-q"]
+            folders = ["-d", doctrees, str(config.REPOSITORY / "docsrc"), str(staging / "docs")]
+            _run_step("the docs", sphinx + folders, environment=docs_environment())
         # The landing page, and no Jekyll on hosts that would run it (it hides _static/)
         (staging / "index.html").write_text(landing_page(projects), encoding="utf-8")
         (staging / ".nojekyll").write_bytes(b"")
@@ -128,19 +108,18 @@ def _run_step(what: str, command: List[str], environment: Optional[Dict[str, str
         )
 
 
-def _link_texts(page: Path) -> List[str]:
-    """The text of every link of a simple-index page (as the tool's index writes them)."""
-    links = re.findall(r"<a\b[^>]*>(.*?)</a>", page.read_text(encoding="utf-8"), re.S)
-    return [html.unescape(text).strip() for text in links]
-
-
 def read_projects(simple: Path) -> List[Project]:
     """The projects of a PEP 503 index folder and their versions, read from its pages (the
     index is the one account of what the site offers)."""
+
+    def link_texts(page: Path) -> List[str]:  # as the tool's index writes its pages
+        links = re.findall(r"<a\b[^>]*>(.*?)</a>", page.read_text(encoding="utf-8"), re.S)
+        return [html.unescape(text).strip() for text in links]
+
     projects = []
-    for text in _link_texts(simple / "index.html"):
+    for text in link_texts(simple / "index.html"):
         name = canonicalize_name(text)
-        wheels = _link_texts(simple / name / "index.html")
+        wheels = link_texts(simple / name / "index.html")
         versions = sorted({parse_wheel_filename(wheel)[1] for wheel in wheels}, reverse=True)
         projects.append(Project(name, [str(version) for version in versions]))
     return sorted(projects, key=lambda project: project.name)
@@ -166,9 +145,8 @@ explicit = true
 # with the address the page was opened at (a relative URL is not one pip or uv accepts).
 INDEX_URL_PLACEHOLDER = "https://<this site>/simple/"
 
-# The landing page; its install page link is where the docs give every recipe in full. Its
-# script fills every install line with the index's address, from the page's own: that works on
-# any host and from file://, and names the address the reader used.
+# The landing page. Its script fills every install line with the index's address, from the
+# page's own: that works on any host and from file://, and names the address the reader used.
 PAGE = """\
 <!DOCTYPE html>
 <html lang="en">
