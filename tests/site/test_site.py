@@ -25,7 +25,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 
 def _site_command(*arguments: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(REPOSITORY / "tools" / "patched_wheel" / "site.py"), *arguments],
+        [sys.executable, str(REPOSITORY / "tools" / "patched_wheel"), "site", *arguments],
         capture_output=True,
         text=True,
         check=False,

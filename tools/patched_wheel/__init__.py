@@ -1,18 +1,12 @@
 """Build patched ``torch_tensorrt`` wheels from the official releases, and verify them.
 
-The build takes an official wheel (the *base*, pinned by sha256 in the lock), splices the
-fork's overlay ``py/torch_tensorrt/dynamo/utils.py`` into the base's
-``torch_tensorrt/dynamo/utils.py`` as named fixes, gives the result a local version label,
-and writes a new wheel: the members it writes anew are stored, every other member's
-compressed bytes are copied from the base, RECORD is derived. ``verify`` rebuilds a wheel
-from the base and the released overlay its provenance record names and compares the bytes.
-
-Modules, each named for the job a user calls it by: :mod:`.config` (settings, paths,
-support), :mod:`.lock`, :mod:`.fetch` (a base into the cache), :mod:`.wheel` (the format),
-:mod:`.splice`, :mod:`.patch` (base wheel to patched wheel), :mod:`.releases` (registry,
-labels, main's history), :mod:`.provenance` (the SBOM), :mod:`.verify`, :mod:`.index`,
-:mod:`.matrix`, :mod:`.backend` (PEP 517) and the command line, :mod:`.__main__`. Only
-:mod:`.fetch` and :mod:`.lock` start pip (the network); nothing else imports a network module.
+The build splices the fork's overlay ``py/torch_tensorrt/dynamo/utils.py`` into an official
+wheel's (the *base*, pinned by sha256 in the lock) and writes it with a local version label,
+every other member's compressed bytes copied; ``verify`` rebuilds a wheel and compares bytes.
+Modules: :mod:`.config`, :mod:`.lock`, :mod:`.fetch` (a base into the cache), :mod:`.wheel`,
+:mod:`.splice`, :mod:`.patch`, :mod:`.releases`, :mod:`.provenance`, :mod:`.verify`,
+:mod:`.index`, :mod:`.matrix`, :mod:`.backend` (PEP 517), :mod:`.site` and :mod:`.__main__` (the
+command line). Only :mod:`.fetch` and :mod:`.lock` start pip; nothing else uses the network.
 """
 
 from __future__ import annotations
@@ -21,20 +15,14 @@ import importlib.util
 import os
 import sys
 
-if importlib.util.find_spec("packaging") is None:  # the one package the tool needs, checked
-    # here, in the first code that the CLI, the backend and every other entry runs
+if importlib.util.find_spec("packaging") is None:  # the one package the tool needs, checked first
     sys.exit(
         "error: the build needs the 'packaging' package, which this Python lacks (pip wheel "
         "--no-build-isolation builds with the running Python's packages); install it with: "
         f"{os.path.basename(sys.executable)} -m pip install 'packaging>=24'"
     )
 
-__all__ = ["PatchError"]
-
 
 class PatchError(Exception):
-    """A base wheel, an overlay, a wheel to verify or a setting that the tool refuses.
-
-    The message names the thing refused and says what to do. It is the only exception type
-    the tool raises on purpose; the command line catches it once and exits with status 1.
-    """
+    """What the tool refuses (a base wheel, an overlay, a setting): the message names the thing and
+    says what to do. The only exception it raises on purpose, caught once, exit status 1."""

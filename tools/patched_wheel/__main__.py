@@ -1,18 +1,7 @@
 """Command line of the patched-wheel tool: ``python tools/patched_wheel <command>``.
 
-* ``build``: one patched wheel, from ``--base-wheel`` or a release to fetch (without any base
-  option, from the same environment variables as ``pip wheel .``);
-* ``matrix``: patched wheels for every supported release, platform and Python the lock holds;
-* ``lock``: refresh the lock of the official wheels' sha256 from fresh downloads;
-* ``verify``: rebuild a patched wheel from its released overlay and compare the bytes;
-* ``index``: write the PEP 503 simple index of a folder of verified wheels;
-* ``provenance``: print the provenance record inside a patched wheel;
-* ``register-overlay``: release the overlay as it is now, under the registry's next number;
-* ``site``: the wheels, their index, the docs and a landing page in one folder (``site.py``).
-
-Arguments are checked where they enter (argparse types, exit status 2); a refusal is one
-:class:`~patched_wheel.PatchError`, printed as ``error: ...`` with exit status 1.
-"""
+Arguments are checked where they enter (exit status 2); a refusal is one PatchError, printed as
+``error: ...`` with exit status 1."""
 
 from __future__ import annotations
 
@@ -21,18 +10,15 @@ import importlib.util
 import json
 import os
 import shlex
-import signal
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-if __package__ in (None, ""):  # run as ``python tools/patched_wheel``: load the package by
-    # its location, then run this module as its part (relative imports need the package).
-    _spec = importlib.util.spec_from_file_location(
-        "patched_wheel", Path(__file__).with_name("__init__.py"),
-        submodule_search_locations=[str(Path(__file__).parent)],
-    )  # fmt: skip
+if __package__ in (None, ""):  # ``python tools/patched_wheel``: load the package, run as its part
+    _init = Path(__file__).with_name("__init__.py")
+    _spec = importlib.util.spec_from_file_location("patched_wheel", _init)
     assert _spec is not None and _spec.loader is not None
     _package = importlib.util.module_from_spec(_spec)
     sys.modules["patched_wheel"] = _package
@@ -41,15 +27,7 @@ if __package__ in (None, ""):  # run as ``python tools/patched_wheel``: load the
 
     sys.exit(_main())
 
-from . import PatchError  # noqa: E402
-from . import config  # noqa: E402
-from .index import write_simple_index  # noqa: E402
-from .lock import load_lock, open_base, refresh_lock  # noqa: E402
-from .matrix import build_matrix, matrix_document, requests_for, summary, update_docs  # noqa: E402
-from .patch import build_patched_wheel, current_label, read_overlay  # noqa: E402
-from .provenance import format_record  # noqa: E402
-from .releases import label_parts, register_overlay, release_label  # noqa: E402
-from .verify import SHOWN_DIFFERENCES, read_record, verify_bytes, verify_file  # noqa: E402
+from . import PatchError, config, index, lock, matrix, patch, provenance, releases, site, verify
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -63,8 +41,8 @@ class _VersionAction(argparse.Action):
     """``--version``: the label a build here gives, worked out (from git) only when asked."""
 
     def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
-        with config.logging_configured():
-            label, sha256 = current_label(), read_overlay()[0].sha256
+        with config.one_line_errors():
+            label, sha256 = patch.current_label(), patch.read_overlay()[0].sha256
         print(f"patched_wheel {label} (overlay sha256 {sha256[:8]}), default base release "
               f"{config.DEFAULT_RELEASE}")  # fmt: skip
         parser.exit()
@@ -75,145 +53,130 @@ def _shown(path: Path) -> str:
     return path.relative_to(config.REPOSITORY).as_posix()
 
 
-def _argument_type(check: Callable[[str], str], name: str) -> Callable[[str], str]:
-    """An argparse ``type=`` that reports ``check``'s own message."""
-
-    def convert(value: str) -> str:
-        try:
-            return check(value)
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(str(error)) from None
-
-    convert.__name__ = name
-    return convert
-
-
-def _build(args: argparse.Namespace) -> int:
+def _build(args: argparse.Namespace) -> None:
     unlocked = args.unlocked or config.unlocked_from_environment(os.environ)
+    given = (args.release, args.platform, args.python, args.distribution)
     if args.base_wheel is not None:
         choice = config.BaseChoice(wheel=args.base_wheel, unlocked=unlocked)
-    elif args.release or args.platform or args.python or args.distribution:
+    elif any(given):
         names = "--release installed with --platform or --python"
-        choice = config.request_choice(
-            args.release,
-            args.platform,
-            args.python,
-            args.distribution,
-            unlocked=unlocked,
-            names=names,
-        )
-    else:
-        choice = config.choice_from_environment(os.environ)
-        choice = config.BaseChoice(
-            choice.request, choice.wheel, choice.wheel_source, choice.unlocked or unlocked
-        )
-    base = open_base(choice, lock=load_lock(args.lock), cache_dir=args.cache)
-    print(build_patched_wheel(base, out_dir=args.out, overlay_path=args.overlay))
-    return 0
+        choice = config.request_choice(given, unlocked=unlocked, names=names)
+    else:  # the environment of ``pip wheel .``
+        choice = replace(config.choice_from_environment(os.environ), unlocked=unlocked)
+    base = lock.open_base(choice, lock=lock.load_lock(args.lock), cache_dir=args.cache)
+    print(patch.build_patched_wheel(base, out_dir=args.out, overlay_path=args.overlay))
 
 
 def _listing_check(args: argparse.Namespace) -> Callable[[bytes, str], Optional[str]]:
     """The check ``index`` and ``matrix`` list a wheel by: ``verify``'s verdict on its bytes."""
-    lock = load_lock(args.lock)
+    official = lock.load_lock(args.lock)
 
     def check(data: bytes, filename: str) -> Optional[str]:
-        verification = verify_bytes(data, filename, lock=lock, cache_dir=args.cache)
+        verification = verify.verify_bytes(data, filename, lock=official, cache_dir=args.cache)
         return None if verification.verified else f"{filename}: {verification.verdict}"
 
     return check
 
 
-def _matrix(args: argparse.Namespace) -> int:
-    requests = requests_for(args.release, args.platform, args.python, args.distribution)
-    lock = load_lock(args.lock)
-    entries = build_matrix(requests, out_dir=args.out, cache_dir=args.cache, lock=lock,
-                           overlay_path=args.overlay, jobs=args.jobs)  # fmt: skip
+def _matrix(args: argparse.Namespace) -> None:
+    requests = matrix.requests_for(args.release, args.platform, args.python, args.distribution)
+    entries = matrix.build_matrix(requests, out_dir=args.out, cache_dir=args.cache,
+                                  lock=lock.load_lock(args.lock), overlay_path=args.overlay,
+                                  jobs=args.jobs)  # fmt: skip
     if not entries:
         raise PatchError(
             "the lock has none of the requested wheels; check --release, --platform and --python"
         )
-    document = matrix_document(entries, command=args.command_line)
-    config.write_text_atomically(
-        args.out / "supported_matrix.json", json.dumps(document, indent=2) + "\n"
-    )
-    print(summary(entries))
+    document = matrix.matrix_document(entries, command=args.command_line)
+    text = json.dumps(document, indent=2) + "\n"
+    config.write_text_atomically(args.out / "supported_matrix.json", text)
+    print(matrix.summary(entries))
     label, built = document["local_label"], sum(bool(entry.patched_wheel) for entry in entries)
-    written = f"{built} wheels and supported_matrix.json in {args.out}"
-    if isinstance(label, str) and label_parts(label)[1] is not None:
-        print(
-            f"no simple index: +{label} is a development build, which no index lists",
-            file=sys.stderr,
-        )
+    written, unindexed = f"{built} wheels and supported_matrix.json in {args.out}", ""
+    if isinstance(label, str) and releases.label_parts(label)[1] is not None:
+        unindexed = f"+{label} is a development build, which no index lists"
     elif built:
         try:
-            index_dir = write_simple_index(args.out, check=_listing_check(args))
+            index_dir = index.write_simple_index(args.out, check=_listing_check(args))
             written = f"{built} wheels, supported_matrix.json and the simple index in {args.out} "
             written += f"({_install_line(index_dir)})"
         except PatchError as error:
-            print(f"no simple index: {config.escaped(str(error))}", file=sys.stderr)
+            unindexed = config.escaped(str(error))
+    if unindexed:
+        print(f"no simple index: {unindexed}", file=sys.stderr)
     print(written)
     if args.update_docs:
-        update_docs(entries, docs_matrix=config.DOCS_MATRIX, readme=config.README)
-        print(
-            f"updated {config.DOCS_MATRIX.relative_to(config.README.parent)} and the table in "
-            "README.md"
-        )
+        matrix.update_docs(entries, docs_matrix=config.DOCS_MATRIX, readme=config.README)
+        docs_matrix = config.DOCS_MATRIX.relative_to(config.REPOSITORY)
+        print(f"updated {docs_matrix} and the table in README.md")
     failed = sum(entry.error is not None for entry in entries)
     if failed:
         raise PatchError(f"{failed} of {len(entries)} wheels failed; see the lines above")
-    return 0
 
 
 def _install_line(index_dir: Path) -> str:
     return f"pip install --extra-index-url {index_dir.resolve().as_uri()} torch_tensorrt"
 
 
-def _index(args: argparse.Namespace) -> int:
-    index_dir = write_simple_index(args.dir, check=_listing_check(args))
+def _index(args: argparse.Namespace) -> None:
+    index_dir = index.write_simple_index(args.dir, check=_listing_check(args))
     print(f"{index_dir}: {_install_line(index_dir)}")
-    return 0
 
 
-def _verify(args: argparse.Namespace) -> int:
-    verification = verify_file(
+def _verify(args: argparse.Namespace) -> None:
+    verification = verify.verify_file(
         args.patched_wheel,
-        lock=load_lock(args.lock),
+        lock=lock.load_lock(args.lock),
         cache_dir=args.cache,
         base_wheel=args.base_wheel,
         unlocked=args.unlocked or config.unlocked_from_environment(os.environ),
         overlay=args.overlay,
     )
     print(verification.report(full_diff=args.full_diff))
-    if verification.verified:
-        return 0
-    raise PatchError(verification.verdict)
+    if not verification.verified:
+        raise PatchError(verification.verdict)
 
 
-def _provenance(args: argparse.Namespace) -> int:
-    print(
-        format_record(
-            read_record(config.read_file(args.wheel, what="the patched wheel"), args.wheel.name)
-        )
-    )
-    return 0
+def _provenance(args: argparse.Namespace) -> None:
+    data = config.read_file(args.wheel, what="the patched wheel")
+    print(provenance.format_record(verify.read_record(data, args.wheel.name)))
 
 
-def _register_overlay(args: argparse.Namespace) -> int:
-    sha256 = read_overlay(args.overlay)[0].sha256  # an overlay the build can splice, or refused
-    number, added = register_overlay(sha256, args.registry)
-    state = "registered" if added else "already registered"
-    print(f"{args.overlay}: sha256 {sha256} {state} as overlay {number}: +{release_label(number)}")
-    return 0
+def _register_overlay(args: argparse.Namespace) -> None:
+    sha256 = patch.read_overlay(args.overlay)[0].sha256  # one the build can splice, or refused
+    number, added = releases.register_overlay(sha256, args.registry)
+    state, label = "registered" if added else "already registered", releases.release_label(number)
+    print(f"{args.overlay}: sha256 {sha256} {state} as overlay {number}: +{label}")
 
 
-def _lock(args: argparse.Namespace) -> int:
-    lock = refresh_lock(
-        requests_for(args.release, args.platform, args.python, args.distribution),
-        path=args.lock,
-        jobs=args.jobs,
-    )
-    print(f"{args.lock}: {len(lock.wheels)} official wheels")
-    return 0
+def _site(args: argparse.Namespace) -> None:
+    """Build the site: the patched wheels with their index, the docs, and a landing page with the
+    install lines, in one static folder. Other options go to 'matrix' (python tools/patched_wheel
+    matrix --help): --release, --platform and --python build a part of the matrix; the default is
+    all of it."""
+    site.build_site(args.out, matrix_options=args.extras)
+
+
+def _lock(args: argparse.Namespace) -> None:
+    requests = matrix.requests_for(args.release, args.platform, args.python, args.distribution)
+    refreshed = lock.refresh_lock(requests, path=args.lock, jobs=args.jobs)
+    print(f"{args.lock}: {len(refreshed.wheels)} official wheels")
+
+
+# Each command's help and the function that runs it (whose docstring, if any, describes it).
+COMMANDS: Dict[str, Tuple[str, Callable[[argparse.Namespace], None]]] = {
+    "build": ("build one patched wheel", _build),
+    "matrix": ("build every supported release x platform x Python", _matrix),
+    "lock": ("refresh the lock of the official wheels' sha256", _lock),
+    "index": ("write the simple index of a folder of verified wheels", _index),
+    "verify": ("rebuild a patched wheel from its released overlay and compare", _verify),
+    "provenance": ("print a patched wheel's record", _provenance),
+    "register-overlay": (
+        "(maintainers) release the overlay: give it the registry's next number",
+        _register_overlay,
+    ),
+    "site": ("write the wheels, their index and the docs into one folder", _site),
+}
 
 
 def argument_parser() -> argparse.ArgumentParser:
@@ -226,36 +189,22 @@ def argument_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_VersionAction, nargs=0,
                         help="print the label a build here gives and the default base release")  # fmt: skip
     commands = parser.add_subparsers(dest="command", required=True)
-    runs = {"build": _build, "matrix": _matrix, "lock": _lock, "index": _index}
-    runs.update({"verify": _verify, "provenance": _provenance})
-    runs["register-overlay"] = _register_overlay
-    helps = {
-        "build": "build one patched wheel",
-        "matrix": "build every supported release x platform x Python",
-        "lock": "refresh the lock of the official wheels' sha256",
-        "index": "write the simple index of a folder of verified wheels",
-        "verify": "rebuild a patched wheel from its released overlay and compare",
-        "provenance": "print a patched wheel's record",
-        "register-overlay": "(maintainers) release the overlay: give it the registry's next "
-        "number",
-    }
-    sub = {name: commands.add_parser(name, help=helps[name], description=helps[name],
-                                     formatter_class=_HelpFormatter) for name in runs}  # fmt: skip
-    # Listed for --help only: main() hands 'site' its own arguments (and matrix's) unparsed.
-    commands.add_parser("site", help="write the wheels, their index and the docs into one folder")
-    for name, run in runs.items():
+    sub = {}
+    for name, (doc, run) in COMMANDS.items():
+        sub[name] = commands.add_parser(
+            name, help=doc, description=run.__doc__ or doc, formatter_class=_HelpFormatter
+        )
         sub[name].set_defaults(run=run)
-    release, platform = _argument_type(config.canonical_release, "release"), _argument_type(
-        config.canonical_platform, "platform"
-    )
-    python, out, default = _argument_type(config.canonical_python, "python"), Path, "%(default)s"
+    release, platform = config.canonical_release, config.canonical_platform
+    python, distribution = config.canonical_python, config.canonical_distribution
+    out, default = Path, "%(default)s"
     serving = config.platforms_serving(None)  # the running platform's tags, a generic one first
     here = next((tag for tag in serving if not tag.startswith("linux_")), serving[0])
     unchecked = "; its bytes are then checked by nothing but its own RECORD"
     repeat = "repeat for more (default:"
     # (the commands, the option's names, its settings), in the order the help lists them.
     options: List[Tuple[str, str, Dict[str, Any]]] = [
-        ("build", "--release", dict(type=_argument_type(config.release_or_installed, "release"),
+        ("build", "--release", dict(type=config.release_or_installed,
          help=f"base release to fetch, or '{config.INSTALLED}' for the release, platform and "
          "Python of the installed torch_tensorrt (default: TORCHTRT_BASE_VERSION, else "
          f"{config.DEFAULT_RELEASE}, the newest supported)")),
@@ -263,8 +212,7 @@ def argument_parser() -> argparse.ArgumentParser:
          f"manylinux_2_28_aarch64 (default: this machine's, {here} here)")),
         ("build", "--python", dict(type=python, help="Python version, e.g. 3.12 (default: the "
          f"running Python, {sys.version_info[0]}.{sys.version_info[1]} here)")),
-        ("build", "--distribution", dict(
-         type=_argument_type(config.canonical_distribution, "distribution"),
+        ("build", "--distribution", dict(type=distribution,
          help="the official distribution to patch (default: TORCHTRT_BASE_DISTRIBUTION, else "
          f"{config.DISTRIBUTIONS[0]})")),
         ("build", "--base-wheel", dict(type=Path, help="an official wheel file (offline)")),
@@ -277,8 +225,7 @@ def argument_parser() -> argparse.ArgumentParser:
         ("matrix", "--update-docs", dict(action="store_true", help="also rewrite "
          "docsrc/_data/supported_matrix.json and the README's table (only when every wheel "
          "was built)")),
-        ("matrix lock", "--distribution", dict(action="append",
-         type=_argument_type(config.canonical_distribution, "distribution"),
+        ("matrix lock", "--distribution", dict(action="append", type=distribution,
          help=f"a distribution; {repeat} {', '.join(config.DISTRIBUTIONS)})")),
         ("matrix lock", "--release", dict(type=release, action="append", help=f"a base release; "
          f"{repeat} each distribution's supported ones)")),
@@ -288,15 +235,14 @@ def argument_parser() -> argparse.ArgumentParser:
          help=f"a Python version; {repeat} {', '.join(config.PYTHONS)})")),
         ("matrix lock", "--jobs", dict(type=int, default=4,
          help=f"parallel downloads (default: {default})")),
-        ("index", "dir", dict(metavar="DIR", type=Path,
-         help="folder of wheels (writes DIR/simple)")),
+        ("index", "dir", dict(metavar="DIR", type=Path, help="folder of wheels (writes DIR/simple)")),
         ("verify", "patched_wheel", dict(metavar="PATCHED_WHEEL", type=Path, help="the wheel")),
         ("verify", "--base-wheel", dict(type=Path,
          help="the official wheel file (default: fetch it)")),
         ("verify", "--unlocked", dict(action="store_true",
          help=f"compare against an official wheel the lock does not know{unchecked}")),
         ("verify", "--full-diff", dict(action="store_true", help="print every difference (by "
-         f"default the first {SHOWN_DIFFERENCES} lines)")),
+         f"default the first {verify.SHOWN_DIFFERENCES} lines)")),
         ("index verify", "--overlay", dict(type=Path, help="check that the wheel's record names "
          "this overlay (default: the overlay of the record's revision, from git history)")),
         ("provenance", "wheel", dict(metavar="PATCHED_WHEEL", type=Path, help="the wheel")),
@@ -310,6 +256,8 @@ def argument_parser() -> argparse.ArgumentParser:
          help=f"folder of downloaded official wheels (default: {_shown(config.DEFAULT_CACHE_DIR)})")),
         ("build matrix", "--overlay", dict(type=Path, default=config.DEFAULT_OVERLAY,
          help=f"the overlay (default: {_shown(config.DEFAULT_OVERLAY)})")),
+        ("site", "--out", dict(type=Path, required=True,
+         help="the site's folder (must not exist, or be empty)")),
     ]  # fmt: skip
     for names, flag, settings in options:
         for name in names.split():
@@ -318,44 +266,25 @@ def argument_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run a command; a :class:`PatchError` is printed and gives exit status 1."""
+    """Run a command; a :class:`PatchError` ends as one line and exit status 1."""
     arguments = list(sys.argv[1:] if argv is None else argv)
-    if arguments[:1] == ["site"]:
-        from . import site
-
-        return site.main(arguments[1:])
     parser = argument_parser()
-    args = parser.parse_args(arguments)
+    args, extras = parser.parse_known_args(arguments)
+    if extras and args.command != "site":  # only 'site' hands the options it does not know on
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    args.extras = extras
     args.command_line = shlex.join(["python", "tools/patched_wheel", *arguments])
     if args.command in ("matrix", "lock"):
         args.distribution = args.distribution or list(config.DISTRIBUTIONS)
         args.platform = args.platform or list(config.PLATFORMS)
         args.python = args.python or list(config.PYTHONS)
-    if (
-        args.command == "build"
-        and args.base_wheel
-        and (args.release or args.platform or args.python)
-    ):
+    fixed = args.command == "build" and any((args.release, args.platform, args.python))
+    if fixed and args.base_wheel:
         parser.error("--base-wheel fixes release, platform and Python; leave those options out")
-    with config.logging_configured():
-        try:
-            with config.signals_unwind():  # SIGTERM anywhere ends as Ctrl-C does: one line
-                status: int = args.run(args)
-        except PatchError as error:
-            print(f"error: {config.escaped(str(error))}", file=sys.stderr)
-            return 1
-        except KeyboardInterrupt as error:  # Ctrl-C or SIGTERM, anywhere
-            interrupted = (
-                error
-                if isinstance(error, config.Interrupted)
-                else config.Interrupted(signal.SIGINT)
-            )
-            print(f"error: {interrupted.describe()}", file=sys.stderr)
-            return interrupted.exit_status
-    return status
+    with config.one_line_errors(), config.signals_unwind():  # SIGTERM anywhere: one line too
+        args.run(args)
+    return 0
 
-
-__all__: List[str] = ["argument_parser", "main"]
 
 if __name__ == "__main__":
     sys.exit(main())

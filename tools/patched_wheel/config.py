@@ -1,22 +1,16 @@
 """Settings and places: what the build supports, what the user asks for, where files live.
 
-Everything a user-facing text states about support (the CLI's help, the docs, the errors) is
-derived from the constants here. The environment of ``pip wheel .`` and ``python -m build``:
-
-* ``TORCHTRT_BASE_WHEEL=<path>``: that wheel file, offline; its name fixes the rest;
-* otherwise ``TORCHTRT_BASE_VERSION`` (default: the newest supported release, or
-  ``installed``), ``TORCHTRT_BASE_PLATFORM`` and ``TORCHTRT_BASE_PYTHON`` (unset: the running
-  platform and Python), ``TORCHTRT_BASE_DISTRIBUTION`` (default ``torch-tensorrt``);
-* ``TORCHTRT_BASE_UNLOCKED=1``: a base the lock does not know is built (with a warning).
-
-Any other ``TORCHTRT_BASE_*`` variable (in any case, on POSIX), or a near miss of these names,
-is refused with the name it probably meant: a misspelt variable would otherwise quietly patch
-another release.
-The command line's options take the same values through the same checks.
+Every statement of support (help, docs, errors) derives from the constants here. The environment
+of ``pip wheel .``, checked as the CLI's options are: ``TORCHTRT_BASE_WHEEL`` (a wheel file), else
+``TORCHTRT_BASE_VERSION`` (a release or ``installed``), ``_PLATFORM``, ``_PYTHON`` and
+``_DISTRIBUTION``; ``TORCHTRT_BASE_UNLOCKED=1`` builds a base the lock does not know. Any other
+``TORCHTRT_BASE_*`` (in any case, on POSIX) or a near miss is refused with the name it probably
+meant: a misspelt variable would quietly patch another release.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import difflib
 import logging
@@ -31,12 +25,12 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Callable, FrozenSet, Iterator, List, Mapping, Optional, Tuple
+from typing import Callable, Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from packaging import tags
 from packaging.version import InvalidVersion, Version
 
-from . import PatchError
+from . import PatchError as PatchError  # re-exported: the class one_line_errors catches
 
 logger = logging.getLogger("patched_wheel")
 
@@ -55,18 +49,14 @@ DOCS_MATRIX = REPOSITORY / "docsrc" / "_data" / "supported_matrix.json"
 README = REPOSITORY / "README.md"
 
 # --- What the build supports ------------------------------------------------------------------
-# The distributions whose wheels install torch_tensorrt/ and that the lock may hold; the
-# first is the default (TORCHTRT_BASE_DISTRIBUTION, --distribution).
+# The distributions whose wheels install torch_tensorrt/; the first is the default.
 DISTRIBUTIONS = ("torch-tensorrt", "torch-tensorrt-rtx")
 PROJECT = DISTRIBUTIONS[0]
 # Releases the lock holds wheels of and where at least one fix applies, per distribution
 # (2.8 and 2.9: no host-trim hook there; their prepare_inputs is 2.10's, which copies).
 SUPPORTED_RELEASES = ("2.8.0", "2.9.0", "2.10.0", "2.11.0", "2.12.0", "2.12.1", "2.13.0", "2.14.0")
 RTX_RELEASES = ("2.11.0", "2.12.0", "2.12.1", "2.13.0", "2.14.0")
-RELEASES: Mapping[str, Tuple[str, ...]] = {
-    PROJECT: SUPPORTED_RELEASES,
-    DISTRIBUTIONS[1]: RTX_RELEASES,
-}
+RELEASES = {PROJECT: SUPPORTED_RELEASES, DISTRIBUTIONS[1]: RTX_RELEASES}
 DEFAULT_RELEASE = SUPPORTED_RELEASES[-1]
 # The fixes the overlay may carry (patch.FIXES says what each is and where it applies).
 FIX_NAMES = ("offload", "host-trim", "input-copy")
@@ -78,9 +68,12 @@ TARGET = "torch_tensorrt/dynamo/utils.py"
 LABEL_NAME = "memfix1"
 UNLOCKED_OPT_IN = "set TORCHTRT_BASE_UNLOCKED=1 (or pass build --unlocked)"
 INSTALLED = "installed"
-# The largest wheel the tool reads (the official ones are 4-5 MB). Benefit: a hostile file
-# costs at most this much memory; cost: a larger wheel cannot be read (raise it here).
+# The largest wheel the tool reads (the official ones are 4-5 MB): what a hostile file costs.
 MAX_WHEEL_BYTES = 1 << 30
+
+
+class InvalidValue(ValueError, argparse.ArgumentTypeError):
+    """A value a check refuses: argparse prints its message, the environment reader a PatchError."""
 
 
 def supported_releases_text(distribution: str = PROJECT) -> str:
@@ -88,23 +81,17 @@ def supported_releases_text(distribution: str = PROJECT) -> str:
 
 
 def canonical_release(value: str) -> str:
-    """``value`` if it is a canonical release such as ``2.14.0`` (or ``2.9.0+cu128``).
-
-    Raises:
-        ValueError: Saying why, with the canonical form where one exists (``v2.14.0``).
-    """
+    """``value`` if it is a canonical release such as ``2.14.0`` (or ``2.9.0+cu128``)."""
     try:
-        version: Optional[Version] = Version(value.strip())
+        version = Version(value.strip())
     except InvalidVersion:
-        version = None
-    plain = version is not None and not (
-        version.epoch or version.pre or version.post or version.dev or len(version.release) != 3
-    )
-    if plain and str(version) == value:
-        return value
-    if plain:
-        raise ValueError(f"{value!r} is not a canonical release; write {str(version)!r}")
-    raise ValueError(
+        version = Version("0")  # not three numbers: refused below
+    plain = not (version.epoch or version.pre or version.post or version.dev)
+    if plain and len(version.release) == 3:
+        if str(version) == value:
+            return value
+        raise InvalidValue(f"{value!r} is not a canonical release; write {str(version)!r}")
+    raise InvalidValue(
         f"{value!r} is not a release such as {DEFAULT_RELEASE!r}; supported base releases "
         f"are {supported_releases_text()}"
     )
@@ -115,21 +102,21 @@ def release_or_installed(value: str) -> str:
     if value == INSTALLED:
         return value
     if value.strip().lower() == INSTALLED:
-        raise ValueError(f"{value!r} is not a release; write {INSTALLED!r} for the installed one")
+        raise InvalidValue(f"{value!r} is not a release; write {INSTALLED!r} for the installed one")
     return canonical_release(value)
 
 
 def canonical_python(value: str) -> str:
     """``value`` if it is a Python version written ``3.N``."""
     if not re.fullmatch(r"3\.(0|[1-9][0-9]?)", value):
-        raise ValueError(f"{value!r} is not a Python version such as '3.12'; give major.minor")
+        raise InvalidValue(f"{value!r} is not a Python version such as '3.12'; give major.minor")
     return value
 
 
 def canonical_platform(value: str) -> str:
     """``value`` if it looks like a platform tag (``manylinux_2_28_x86_64``, ``win_amd64``)."""
     if not re.fullmatch(r"[a-z0-9_]+(\.[a-z0-9_]+)*", value):
-        raise ValueError(
+        raise InvalidValue(
             f"{value!r} is not a platform tag such as 'manylinux_2_28_x86_64' or 'win_amd64'"
         )
     return value
@@ -139,7 +126,7 @@ def canonical_distribution(value: str) -> str:
     """The distribution ``value`` names (``torch_tensorrt_rtx`` is ``torch-tensorrt-rtx``)."""
     name = re.sub(r"[-_.]+", "-", value.strip()).lower()
     if name not in DISTRIBUTIONS:
-        raise ValueError(f"{value!r} is not one of the distributions {', '.join(DISTRIBUTIONS)}")
+        raise InvalidValue(f"{value!r} is not one of the distributions {', '.join(DISTRIBUTIONS)}")
     return name
 
 
@@ -159,8 +146,7 @@ class BaseRequest:
 
     def acceptable_tags(self) -> FrozenSet[tags.Tag]:
         """The tags a wheel may carry to serve this request (older manylinux included)."""
-        python = sys.version_info[:2] if self.python is None else self.python.split(".")
-        version = tuple(int(part) for part in python)
+        version = sys.version_info[:2] if self.python is None else python_key(self.python)
         return frozenset(tags.cpython_tags(version, platforms=platforms_serving(self.platform)))
 
 
@@ -175,8 +161,7 @@ class BaseChoice:
 
 
 def platforms_serving(platform: Optional[str]) -> List[str]:
-    """Platform tags a wheel may carry to serve ``platform`` (``None``: the running one);
-    ``manylinux_2_34_x86_64`` is served by every ``manylinux_2_N_x86_64`` up to 2.34."""
+    """Platform tags a wheel may carry to serve ``platform`` (``None``: the running one)."""
     if platform is None:
         return list(tags.platform_tags())
     parts = platform.split("_")
@@ -187,7 +172,7 @@ def platforms_serving(platform: Optional[str]) -> List[str]:
 
 
 # --- Settings from the environment and the command line ---------------------------------------
-# Variable -> (option, check); TORCHTRT_BASE_WHEEL and TORCHTRT_BASE_UNLOCKED are read apart.
+# Variable -> check; TORCHTRT_BASE_WHEEL and TORCHTRT_BASE_UNLOCKED are read apart.
 REQUEST_VARIABLES: Mapping[str, Callable[[str], str]] = {
     "TORCHTRT_BASE_VERSION": release_or_installed,
     "TORCHTRT_BASE_PLATFORM": canonical_platform,
@@ -199,18 +184,8 @@ VARIABLES = ("TORCHTRT_BASE_WHEEL", *REQUEST_VARIABLES, "TORCHTRT_BASE_UNLOCKED"
 ALIASES = {"TORCHTRT_BASE_RELEASE": "TORCHTRT_BASE_VERSION (the CLI's --release)"}
 
 
-def _checked(environ: Mapping[str, str], name: str) -> Optional[str]:
-    """The variable's value through its check, or ``None`` if unset or empty."""
-    value = environ.get(name, "")
-    try:
-        return REQUEST_VARIABLES[name](value) if value else None
-    except ValueError as error:
-        raise PatchError(f"{name}={error}") from None
-
-
 def unlocked_from_environment(environ: Mapping[str, str]) -> bool:
-    """``TORCHTRT_BASE_UNLOCKED=1`` opts in to bases the lock does not know; a misspelt
-    ``TORCHTRT_BASE_*`` variable (or a near miss of one) is refused here, once."""
+    """``TORCHTRT_BASE_UNLOCKED=1``; a misspelt ``TORCHTRT_BASE_*`` variable is refused here."""
     for name in sorted(environ):
         upper = name if os.name == "nt" else name.upper()  # Windows: names are case-insensitive
         near = difflib.get_close_matches(upper, VARIABLES, n=1, cutoff=0.85)
@@ -228,13 +203,14 @@ def unlocked_from_environment(environ: Mapping[str, str]) -> bool:
 
 
 def choice_from_environment(environ: Mapping[str, str]) -> BaseChoice:
-    """The base the environment asks for (see the module docstring).
-
-    Raises:
-        PatchError: For a malformed variable, or variables that contradict each other.
-    """
+    """The base the environment asks for (see the module docstring), or a refusal."""
     unlocked = unlocked_from_environment(environ)
-    values = {name: _checked(environ, name) for name in REQUEST_VARIABLES}
+    values: Dict[str, Optional[str]] = {}
+    for name, check in REQUEST_VARIABLES.items():
+        try:
+            values[name] = check(environ[name]) if environ.get(name) else None
+        except ValueError as error:
+            raise PatchError(f"{name}={error}") from None
     if environ.get("TORCHTRT_BASE_WHEEL"):
         others = [name for name, value in values.items() if value]
         if others:
@@ -244,25 +220,14 @@ def choice_from_environment(environ: Mapping[str, str]) -> BaseChoice:
             )
         path = Path(environ["TORCHTRT_BASE_WHEEL"]).expanduser()
         return BaseChoice(wheel=path, wheel_source="TORCHTRT_BASE_WHEEL", unlocked=unlocked)
-    return request_choice(
-        *values.values(),
-        unlocked=unlocked,
-        names="TORCHTRT_BASE_VERSION=installed with TORCHTRT_BASE_PLATFORM or _PYTHON",
-    )
+    names = "TORCHTRT_BASE_VERSION=installed with TORCHTRT_BASE_PLATFORM or _PYTHON"
+    return request_choice(list(values.values()), unlocked=unlocked, names=names)
 
 
-def request_choice(
-    release: Optional[str],
-    platform: Optional[str],
-    python: Optional[str],
-    distribution: Optional[str],
-    *,
-    unlocked: bool,
-    names: str,
-) -> BaseChoice:
-    """The choice of a release (or ``installed``, which :func:`.fetch.resolve_request` turns
-    into the installed one's) with an optional platform and Python; ``names`` says how the
-    user gave them, for the message when they contradict."""
+def request_choice(values: Sequence[Optional[str]], *, unlocked: bool, names: str) -> BaseChoice:
+    """The choice of (release or ``installed``, platform, Python, distribution), each optional;
+    ``names`` says how the user gave them, for the message when they contradict."""
+    release, platform, python, distribution = values
     if release == INSTALLED and (platform or python):
         raise PatchError(
             f"{names}: 'installed' takes the platform and Python of the installed "
@@ -274,8 +239,7 @@ def request_choice(
 
 # --- Talking to a person ----------------------------------------------------------------------
 def escaped(text: str) -> str:
-    """``text`` as a terminal may show it: every character it would act on (escape sequences,
-    carriage returns, bidirectional overrides) written as a Python escape instead."""
+    """``text`` with every character a terminal would act on written as a Python escape."""
     return "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in text)
 
 
@@ -283,53 +247,42 @@ class _Formatter(logging.Formatter):
     """Progress as plain lines, warnings as ``warning: ...``; every line escaped."""
 
     def format(self, record: logging.LogRecord) -> str:
-        message = escaped(super().format(record))
-        if record.levelno >= logging.WARNING:
-            return f"{record.levelname.lower()}: {message}"
-        return message
+        prefix = f"{record.levelname.lower()}: " if record.levelno >= logging.WARNING else ""
+        return prefix + escaped(super().format(record))
 
 
 @contextlib.contextmanager
-def logging_configured() -> Iterator[None]:
-    """The tool's log lines on stderr for one command, then the logger as it was."""
+def one_line_errors() -> Iterator[None]:
+    """The tool's log lines on stderr for one command; a refusal ends as one ``error: ...`` line
+    and exit status 1, an interruption (Ctrl-C, or SIGTERM) as one line and 128 + signal."""
     saved = (list(logger.handlers), logger.level, logger.propagate)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_Formatter("%(message)s"))
     logger.handlers[:], logger.level, logger.propagate = [handler], logging.INFO, False
     try:
         yield
+    except PatchError as error:
+        raise SystemExit(f"error: {escaped(str(error))}") from None
+    except KeyboardInterrupt as error:  # Ctrl-C, or one that signals_unwind raises
+        signum = int(error.args[0]) if error.args else signal.SIGINT
+        name = signal.Signals(signum).name
+        print(f"error: interrupted by {name}; nothing half-written is left", file=sys.stderr)
+        raise SystemExit(128 + signum) from None
     finally:
         logger.handlers[:], logger.level, logger.propagate = saved
 
 
 # --- Files: read once within a cap, written whole ---------------------------------------------
-class Interrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM while a file was being written: unwinds like Ctrl-C, so that the
-    ``finally`` clauses remove the temporary file; never taken for a refusal."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-    @property
-    def exit_status(self) -> int:
-        return 128 + self.signum
-
-    def describe(self) -> str:
-        return f"interrupted by {signal.Signals(self.signum).name}; nothing half-written is left"
-
-
 def _raise_interrupted(signum: int, frame: Optional[FrameType]) -> None:
-    raise Interrupted(signum)
+    raise KeyboardInterrupt(signum)  # unwinds like Ctrl-C: ``finally`` clauses remove temporaries
 
 
 @contextlib.contextmanager
 def signals_unwind() -> Iterator[None]:
-    """SIGINT and SIGTERM raise :class:`Interrupted` inside the block (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {s: signal.signal(s, _raise_interrupted) for s in (signal.SIGINT, signal.SIGTERM)}
+    """SIGINT and SIGTERM raise ``KeyboardInterrupt(signal number)`` inside the block."""
+    main_thread = threading.current_thread() is threading.main_thread()  # the only one for signals
+    signals = (signal.SIGINT, signal.SIGTERM) if main_thread else ()
+    previous = {signum: signal.signal(signum, _raise_interrupted) for signum in signals}
     try:
         yield
     finally:
@@ -338,8 +291,7 @@ def signals_unwind() -> Iterator[None]:
 
 
 def write_atomically(path: Path, data: bytes, *, mode: int = 0o644) -> None:
-    """Write ``data`` through a temporary file in the same folder, then rename it into place:
-    a reader sees the old file or the new one, a failed write leaves no temporary one."""
+    """Write through a temporary file in the folder, then rename: the old file or the new one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with signals_unwind():
         descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
@@ -349,8 +301,7 @@ def write_atomically(path: Path, data: bytes, *, mode: int = 0o644) -> None:
             os.chmod(temporary, mode)
             os.replace(temporary, path)
         finally:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
+            Path(temporary).unlink(missing_ok=True)
 
 
 def write_text_atomically(path: Path, text: str) -> None:
@@ -359,11 +310,8 @@ def write_text_atomically(path: Path, text: str) -> None:
 
 
 def read_file(path: Path, *, what: str, cap: int = MAX_WHEEL_BYTES) -> bytes:
-    """The bytes of the regular file ``path``, read once, refused beyond ``cap``.
-
-    The file is opened without blocking (a FIFO would wait for a writer forever) and checked
-    to be a regular file through the descriptor, so a file swapped in between is caught too.
-    """
+    """The bytes of the regular file ``path``, refused beyond ``cap``; opened without blocking
+    (a FIFO would wait for a writer forever), checked through the descriptor."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     try:
         descriptor = os.open(path, flags)
@@ -381,26 +329,19 @@ def read_file(path: Path, *, what: str, cap: int = MAX_WHEEL_BYTES) -> bytes:
     return data
 
 
-def git(repository: Path, *args: str, binary: bool = False) -> Optional[str | bytes]:
-    """git's output in ``repository`` (``None`` on any failure); values from a record reach
-    git after ``--end-of-options`` where the caller puts it, never as options."""
+def git_bytes(repository: Path, *args: str) -> Optional[bytes]:
+    """git's output in ``repository``, ``None`` on any failure (callers put values from a record
+    after ``--end-of-options``)."""
+    command = ["git", "-C", str(repository), *args]
     try:
-        completed = subprocess.run(
-            ["git", "-C", str(repository), *args], capture_output=True, check=True, timeout=60
-        )
+        return subprocess.run(command, capture_output=True, check=True, timeout=60).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    return completed.stdout if binary else completed.stdout.decode("utf-8", "replace")
 
 
 def git_text(repository: Path, *args: str) -> Optional[str]:
-    out = git(repository, *args)
-    return out if isinstance(out, str) else None
-
-
-def git_bytes(repository: Path, *args: str) -> Optional[bytes]:
-    out = git(repository, *args, binary=True)
-    return out if isinstance(out, bytes) else None
+    output = git_bytes(repository, *args)
+    return None if output is None else output.decode("utf-8", "replace")
 
 
 def python_key(python: str) -> Tuple[int, ...]:
