@@ -1,21 +1,17 @@
 """Released overlays: the registry, the labels, and the main branch that defines them.
 
-A patched wheel's version is its base's plus a PEP 440 local label. A *released* overlay has
-a number in the registry :data:`~.config.OVERLAY_RELEASES_FILE` (number -> sha256 of the
-overlay's bytes) and its wheels carry ``memfix1.<N>``; local segments compare as numbers, so
-a newer release sorts above an older one. The registry that counts is the one committed on
-the main branch's first-parent history (``refs/heads/main``, else
-``refs/remotes/origin/main``): an overlay only on another branch, in a stash or in an
-unreachable commit was never released, whatever a wheel's record says.
+A patched wheel's version is its base's plus a PEP 440 local label. A *released* overlay has a
+number in the registry :data:`~.config.OVERLAY_RELEASES_FILE` (number -> sha256 of the
+overlay's bytes) and its wheels carry ``memfix1.<N>``; local segments compare as numbers, so a
+newer release sorts above an older one. The registry that counts is the one committed on the
+main branch's first-parent history (``refs/heads/main``, else ``refs/remotes/origin/main``): an
+overlay only on another branch, in a stash or in an unreachable commit was never released.
 
-Every other build is labelled ``memfix1.dev<N>.g<sha256 prefix>``, N the newest release when
-it was built: ``dev<N>`` is a string segment, and PEP 440 sorts a string segment below any
-number, so a development build sorts below every release for pip and uv
-(``memfix1.dev2.g...`` < ``memfix1.2`` < ``memfix1.3``) and never wins ``pip install -U``.
-Releasing the overlay is one command: ``python tools/patched_wheel register-overlay``.
-
-:func:`split_label` is the one way back from a patched version to its base's, for every label
-the fork has written (``memfix1``, ``memfix1.<N>``, ``memfix1.<N>.dev.g<sha>``, the above).
+Every other build is labelled ``memfix1.dev<N>.g<sha256 prefix>``, N the newest release: PEP 440
+sorts the string segment ``dev<N>`` below any number, so a development build sorts below every
+release (``memfix1.dev2.g...`` < ``memfix1.2`` < ``memfix1.3``) and never wins ``pip install
+-U``. :func:`split_label` is the one way back from a patched version to its base's, for every
+label the fork has written (``memfix1``, ``memfix1.<N>``, ``memfix1.<N>.dev.g<sha>``, the above).
 """
 
 from __future__ import annotations
@@ -66,16 +62,11 @@ class OverlayReleases:
         return max(self.by_number, default=1)
 
     def number_of(self, sha256: str) -> Optional[int]:
-        found = [number for number, known in self.by_number.items() if known == sha256]
-        return found[0] if found else None
+        return next((number for number, known in self.by_number.items() if known == sha256), None)
 
 
 def release_label(number: int) -> str:
     return f"{config.LABEL_NAME}.{number}"
-
-
-def development_label(releases: OverlayReleases, overlay_sha256: str) -> str:
-    return f"{config.LABEL_NAME}.dev{releases.newest}.g{overlay_sha256[:DEV_DIGITS]}"
 
 
 def label_for(overlay_sha256: str, releases: OverlayReleases, *, clean: bool) -> str:
@@ -84,7 +75,7 @@ def label_for(overlay_sha256: str, releases: OverlayReleases, *, clean: bool) ->
     number = releases.number_of(overlay_sha256)
     if number is not None and clean:
         return release_label(number)
-    label = development_label(releases, overlay_sha256)
+    label = f"{config.LABEL_NAME}.dev{releases.newest}.g{overlay_sha256[:DEV_DIGITS]}"
     why = "not a released one" if number is None else "not the revision's own overlay and tool"
     logger.warning(
         "the overlay (sha256 %s) is %s, so the wheel is labelled +%s, a development build "
@@ -166,19 +157,13 @@ def register_overlay(
     return number, True
 
 
-def main_ref(repository: Path) -> Optional[str]:
-    """The main branch's ref in ``repository``: ``refs/heads/main``, else ``origin``'s."""
-    for ref in ("refs/heads/main", "refs/remotes/origin/main"):
-        if config.git_text(repository, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"):
-            return ref
-    return None
-
-
 def main_history(repository: Path) -> Set[str]:
     """Every commit of the main branch's first-parent history (empty without git or main)."""
-    ref = main_ref(repository)
-    listed = config.git_text(repository, "rev-list", "--first-parent", ref) if ref else None
-    return set((listed or "").split())
+    for ref in ("refs/heads/main", "refs/remotes/origin/main"):
+        listed = config.git_text(repository, "rev-list", "--first-parent", ref, "--")
+        if listed is not None:  # git fails on a ref that does not exist
+            return set(listed.split())
+    return set()
 
 
 def released_at(repository: Path, revision: str) -> Tuple[bytes, OverlayReleases]:
@@ -187,14 +172,10 @@ def released_at(repository: Path, revision: str) -> Tuple[bytes, OverlayReleases
     Raises:
         PatchError: If the revision lacks either.
     """
-    overlay = config.git_bytes(
-        repository, "show", "--end-of-options", f"{revision}:{config.OVERLAY_PATH}"
-    )
-    registry = config.git_bytes(
-        repository,
-        "show",
-        "--end-of-options",
-        f"{revision}:{config.TOOL_PATH}/{config.OVERLAY_RELEASES_FILE.name}",
+    registry_path = f"{config.TOOL_PATH}/{config.OVERLAY_RELEASES_FILE.name}"
+    overlay, registry = (
+        config.git_bytes(repository, "show", "--end-of-options", f"{revision}:{path}")
+        for path in (config.OVERLAY_PATH, registry_path)
     )
     if overlay is None or registry is None:
         raise PatchError(
