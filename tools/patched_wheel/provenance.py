@@ -1,18 +1,15 @@
 """Which code made a thing, and the provenance record (a CycloneDX SBOM) in every patched wheel.
 
-The revision. :func:`source_revision` names the commit a tree came from and whether the
-overlay and the build tool on disk are that commit's, by bytes: each file is hashed as git
-hashes a blob and compared with the commit's tree, so an edit hidden from ``git status``
-(``git update-index --skip-worktree``) or an ``--overlay`` file other than the commit's is
-*dirty* all the same. A tree without ``.git`` (an sdist, a copy sent to another machine)
-carries :data:`REVISION_FILE` (:func:`write_revision_file`): the full commit id and the sha256
-of every file it vouches for, checked again at build time; a short id or a tag is refused.
+:func:`source_revision` names the commit a tree came from and whether the overlay and the tool
+on disk are that commit's, by bytes (hashed as git hashes a blob), so an edit hidden from ``git
+status`` (``--skip-worktree``) or another ``--overlay`` is *dirty* all the same. A tree without
+``.git`` (an sdist) carries :data:`REVISION_FILE`: the full commit id and the sha256 of every
+file it vouches for, checked again at build time; a short id or a tag is refused.
 
-The record. A CycloneDX 1.6 SBOM at ``<dist-info>/sboms/patched_wheel.cdx.json`` (PEP 770's
-folder): the official wheel is the pedigree's ``ancestor`` (file name in the purl, sha256 in
-``hashes``), the revision a ``commit``, the change a ``backport``; what CycloneDX has no field
-for is in ``properties`` under ``patched_wheel:``. No timestamp, no host: its bytes are a
-function of :class:`ProvenanceRecord`, and :func:`parse_record` accepts only those bytes.
+The record, at ``<dist-info>/sboms/patched_wheel.cdx.json`` (PEP 770), holds the official wheel
+as the pedigree's ``ancestor``, the revision as a ``commit``, the rest as ``patched_wheel:``
+properties; no timestamp, no host. Its bytes are a function of :class:`ProvenanceRecord`, and
+:func:`parse_record` accepts only those bytes.
 """
 
 from __future__ import annotations
@@ -145,11 +142,6 @@ def record_member(dist_info: str) -> str:
     return f"{dist_info}/{RECORD_MEMBER}"
 
 
-def _purl(name: str, version: str, filename: Optional[str] = None) -> str:
-    purl = f"pkg:pypi/{name}@{quote(version, safe='')}"
-    return purl + (f"?file_name={quote(filename, safe='')}" if filename else "")
-
-
 def record_bytes(record: ProvenanceRecord) -> bytes:
     """The record as the patched wheel holds it: sorted keys, two-space indent, UTF-8."""
     base = parse_wheel_name(record.base_wheel)
@@ -159,18 +151,17 @@ def record_bytes(record: ProvenanceRecord) -> bytes:
         "label": record.label,
         "revision": record.revision,
         "dirty": UNKNOWN if record.dirty is None else str(record.dirty).lower(),
+        "fixes": ",".join(record.fixes) or None,
+        "source_date_epoch": record.source_date_epoch,
+        "base": LOCAL_INSTALL if record.local_install else None,
     }
-    if record.fixes:
-        values["fixes"] = ",".join(record.fixes)
-    if record.source_date_epoch is not None:
-        values["source_date_epoch"] = record.source_date_epoch
-    if record.local_install:
-        values["base"] = LOCAL_INSTALL
+    purl = f"pkg:pypi/{base.name}@{quote(record.version, safe='')}"
+    base_purl = f"pkg:pypi/{base.name}@{quote(base.written_version, safe='')}"
     ancestor = {
         "type": "library",
         "name": base.name,
         "version": base.written_version,
-        "purl": _purl(base.name, base.written_version, record.base_wheel),
+        "purl": f"{base_purl}?file_name={quote(record.base_wheel, safe='')}",
         "hashes": [{"alg": "SHA-256", "content": record.base_sha256}],
     }
     pedigree: Dict[str, Any] = {"ancestors": [ancestor], "patches": [{"type": "backport"}]}
@@ -178,12 +169,14 @@ def record_bytes(record: ProvenanceRecord) -> bytes:
         pedigree["commits"] = [{"uid": record.revision}]
     component = {
         "type": "library",
-        "bom-ref": _purl(base.name, record.version),
+        "bom-ref": purl,
         "name": base.name,
         "version": record.version,
-        "purl": _purl(base.name, record.version),
+        "purl": purl,
         "pedigree": pedigree,
-        "properties": [{"name": _NAMESPACE + k, "value": v} for k, v in values.items()],
+        "properties": [
+            {"name": _NAMESPACE + k, "value": v} for k, v in values.items() if v is not None
+        ],
     }
     tool = {
         "type": "application",
@@ -214,11 +207,8 @@ def _problem(record: ProvenanceRecord, data: bytes) -> Optional[str]:
 
 def parse_record(data: bytes, what: str) -> ProvenanceRecord:
     """The record in ``data`` (``what`` names where it came from), read within
-    :data:`MAX_RECORD_BYTES`.
-
-    Raises:
-        PatchError: One line, for anything but a record as :func:`record_bytes` writes it.
-    """
+    :data:`MAX_RECORD_BYTES`; a PatchError of one line for anything :func:`record_bytes` would
+    not write."""
     problem = f"larger than {MAX_RECORD_BYTES >> 10} KiB" if len(data) > MAX_RECORD_BYTES else None
     try:  # within the cap, json's own depth limit ends a deep nesting in RecursionError
         document = json.loads(data[: MAX_RECORD_BYTES + 1].decode("utf-8"))

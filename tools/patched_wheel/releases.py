@@ -1,17 +1,13 @@
 """Released overlays: the registry, the labels, and the main branch that defines them.
 
-A patched wheel's version is its base's plus a PEP 440 local label. A *released* overlay has a
-number in the registry :data:`~.config.OVERLAY_RELEASES_FILE` (number -> sha256 of the
-overlay's bytes) and its wheels carry ``memfix1.<N>``; local segments compare as numbers, so a
-newer release sorts above an older one. The registry that counts is the one committed on the
-main branch's first-parent history (``refs/heads/main``, else ``refs/remotes/origin/main``): an
-overlay only on another branch, in a stash or in an unreachable commit was never released.
-
-Every other build is labelled ``memfix1.dev<N>.g<sha256 prefix>``, N the newest release: PEP 440
-sorts the string segment ``dev<N>`` below any number, so a development build sorts below every
-release (``memfix1.dev2.g...`` < ``memfix1.2`` < ``memfix1.3``) and never wins ``pip install
--U``. :func:`split_label` is the one way back from a patched version to its base's, for every
-label the fork has written (``memfix1``, ``memfix1.<N>``, ``memfix1.<N>.dev.g<sha>``, the above).
+A *released* overlay has a number N in the registry :data:`~.config.OVERLAY_RELEASES_FILE`
+(number -> sha256 of the overlay) and its wheels carry the local label ``memfix1.<N>``; local
+segments compare as numbers, so a newer release sorts above an older one. The registry that
+counts is the one committed on the main branch's first-parent history: an overlay only on
+another branch, in a stash or in an unreachable commit was never released. Every other build is
+``memfix1.dev<N>.g<sha256 prefix>``: PEP 440 sorts the string segment ``dev<N>`` below any
+number, so it never wins ``pip install -U``. :func:`split_label` reads every label the fork has
+written (``memfix1``, ``memfix1.<N>``, ``memfix1.<N>.dev.g<sha>``, the above).
 """
 
 from __future__ import annotations
@@ -42,12 +38,11 @@ _LABEL = re.compile(
     rf"(?:\.dev\.g(?P<old>[0-9a-f]{{{DEV_DIGITS}}}))?"
     rf"|\.dev(?P<after>[0-9]+)\.g(?P<sha>[0-9a-f]{{{DEV_DIGITS}}}))?"
 )
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 def is_sha256_hex(text: object) -> bool:
     """Whether ``text`` is a sha256 as this repository writes one: 64 lowercase hex digits."""
-    return isinstance(text, str) and _SHA256.fullmatch(text) is not None
+    return isinstance(text, str) and re.fullmatch(r"[0-9a-f]{64}", text) is not None
 
 
 @dataclass(frozen=True)
@@ -88,18 +83,13 @@ def label_for(overlay_sha256: str, releases: OverlayReleases, *, clean: bool) ->
 def split_label(version: str) -> Tuple[str, Optional[str]]:
     """(base version, the fork's label) of a patched version; the label is ``None`` for a
     version without (``2.9.0+cu130.memfix1.2`` gives ``("2.9.0+cu130", "memfix1.2")``)."""
-    try:
-        segments = (Version(version).local or "").split(".")
+    try:  # the label is the local segments from the last that is the label's name
+        match = re.fullmatch(rf"(?:(.*)\.)?({_LABEL.pattern})", Version(version).local or "")
     except InvalidVersion:
         return version, None
-    if config.LABEL_NAME not in segments:
+    if match is None:
         return version, None
-    start = len(segments) - 1 - segments[::-1].index(config.LABEL_NAME)
-    label = ".".join(segments[start:])
-    if not _LABEL.fullmatch(label):
-        return version, None
-    public = version.split("+", 1)[0]
-    return public + ("+" + ".".join(segments[:start]) if start else ""), label
+    return version.split("+", 1)[0] + (f"+{match[1]}" if match[1] else ""), match[2]
 
 
 def label_parts(label: str) -> Tuple[Optional[int], Optional[str]]:
@@ -148,12 +138,9 @@ def register_overlay(
     if known is not None:
         return known, False
     number = releases.newest + 1
-    overlays = {
-        str(n): s for n, s in sorted({**releases.by_number, number: overlay_sha256}.items())
-    }
-    config.write_text_atomically(
-        Path(path), json.dumps({"about": _ABOUT, "overlays": overlays}, indent=2) + "\n"
-    )
+    by_number = {**releases.by_number, number: overlay_sha256}
+    document = {"about": _ABOUT, "overlays": {str(n): s for n, s in sorted(by_number.items())}}
+    config.write_text_atomically(Path(path), json.dumps(document, indent=2) + "\n")
     return number, True
 
 
@@ -167,11 +154,7 @@ def main_history(repository: Path) -> Set[str]:
 
 
 def released_at(repository: Path, revision: str) -> Tuple[bytes, OverlayReleases]:
-    """(the overlay's bytes, the registry) as committed at ``revision``.
-
-    Raises:
-        PatchError: If the revision lacks either.
-    """
+    """(the overlay's bytes, the registry) as committed at ``revision``, which has both."""
     registry_path = f"{config.TOOL_PATH}/{config.OVERLAY_RELEASES_FILE.name}"
     overlay, registry = (
         config.git_bytes(repository, "show", "--end-of-options", f"{revision}:{path}")

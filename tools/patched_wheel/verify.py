@@ -1,16 +1,12 @@
 """``verify``: a patched wheel is this repository's when it rebuilds it, byte for byte.
 
-The wheel's bytes are read once, by the caller, within a cap; from them only the provenance
-record is read (capped, depth-bounded, :func:`~.provenance.parse_record`), and the same bytes
-are judged and hashed. The record must agree with the wheel's name and the lock, and name a
-*release*: a full commit on the main branch's first-parent history whose overlay has the
-recorded sha256 and whose registry gives it the recorded number. Then the wheel is rebuilt
-from the official base (fetched by its recorded name and sha256) and that revision's overlay,
-and the sha256 of the whole file compared: by this tool where the record names it, else by
-the revision's own tool from ``git archive`` (only main's first-parent commits run, so only
-code this repository released runs). Nothing hostile is parsed for the verdict. A report of
-what differs is one linear, bounded pass: names escaped and cut, members compared by CRC,
-size and mode, a text member below a size cap diffed by its changed middle.
+Of the wheel's bytes (read once, within a cap) only the provenance record is parsed: capped,
+depth-bounded, accepted only as :func:`~.provenance.record_bytes` writes it. It must agree with
+the wheel's name and the lock and name a release (see :mod:`.releases`); the wheel is then
+rebuilt from the official base and that revision's overlay, by this tool where the record names
+it, else by the revision's own tool from ``git archive`` (only main's first-parent commits run),
+and the sha256 of the whole file compared. The report of what differs is one bounded, linear
+pass: names escaped and cut, members compared by CRC, size and mode, small texts diffed.
 """
 
 from __future__ import annotations
@@ -97,7 +93,7 @@ def differences(candidate: bytes, rebuilt: bytes) -> List[str]:
     try:
         archive = zipfile.ZipFile(io.BytesIO(candidate))
         theirs = {i.filename: i for i in archive.infolist()}
-    except (zipfile.BadZipFile, ValueError, EOFError, NotImplementedError):
+    except _ZIP_ERRORS:
         return ["  it is not a zip file that zipfile reads"]
     rebuilt_zip = zipfile.ZipFile(io.BytesIO(rebuilt))
     ours = {i.filename: i for i in rebuilt_zip.infolist()}
@@ -105,14 +101,12 @@ def differences(candidate: bytes, rebuilt: bytes) -> List[str]:
     for name in sorted(set(theirs) | set(ours)):
         if len(lines) >= MAX_DIFFERENCES:
             break
-        mine, other = ours.get(name), theirs.get(name)
+        mine, other, shown = ours.get(name), theirs.get(name), _shown(name)
         if mine is None or other is None:
-            lines.append(f"  {_shown(name)}: {'not in the rebuild' if mine is None else 'missing'}")
+            lines.append(f"  {shown}: {'not in the rebuild' if mine is None else 'missing'}")
         elif (mine.CRC, mine.file_size) != (other.CRC, other.file_size):
-            lines.append(
-                f"  {_shown(name)}: contents differ ({other.file_size} bytes, the rebuild's "
-                f"{mine.file_size})"
-            )
+            sizes = f"{other.file_size} bytes, the rebuild's {mine.file_size}"
+            lines.append(f"  {shown}: contents differ ({sizes})")
             if name.endswith(("METADATA", ".py", "RECORD")) and other.file_size <= MAX_DIFFED_BYTES:
                 try:
                     with archive.open(other) as stream:
@@ -121,16 +115,12 @@ def differences(candidate: bytes, rebuilt: bytes) -> List[str]:
                 except _ZIP_ERRORS:
                     lines.append("  (its bytes cannot be read)")
         elif mine.external_attr != other.external_attr:
-            lines.append(
-                f"  {_shown(name)}: mode {other.external_attr >> 16:o}, the rebuild's "
-                f"{mine.external_attr >> 16:o}"
-            )
-    if not lines:
-        lines.append(
-            "  same files, different bytes: every member's contents and mode are the rebuild's,"
-            " the zip around them is not (re-zipped, or its headers, times or order changed)"
-        )
-    return lines
+            modes = f"{other.external_attr >> 16:o}, the rebuild's {mine.external_attr >> 16:o}"
+            lines.append(f"  {shown}: mode {modes}")
+    return lines or [
+        "  same files, different bytes: every member's contents and mode are the rebuild's,"
+        " the zip around them is not (re-zipped, or its headers, times or order changed)"
+    ]
 
 
 def _rebuild_from_history(
@@ -283,18 +273,15 @@ def verify_bytes(
         )
 
     # 4. The rebuild, and the bytes compared.
+    lines, short = verification.lines, revision[:12]
     if record.tool_sha256 == provenance.tool_sha256():
-        verification.lines.append(
-            f"rebuilt here, by this tool (the one revision {revision[:12]} built with)"
-        )
+        lines.append(f"rebuilt here, by this tool (the one revision {short} built with)")
         source = provenance.SourceRevision(revision, False)
         origin = Origin(record.label, source, record.tool_sha256, record.source_date_epoch)
         overlay_parts = overlay_from_bytes(overlay_data, config.OVERLAY_PATH)
         rebuilt = patch_wheel(BaseWheel(base_data, official), overlay_parts, origin=origin).data
     else:
-        verification.lines.append(
-            f"rebuilt by revision {revision[:12]}'s own tool, from git history"
-        )
+        lines.append(f"rebuilt by revision {short}'s own tool, from git history")
         rebuilt = _rebuild_from_history(repository, record, base_wheel)
     if hashlib.sha256(rebuilt).hexdigest() == verification.sha256:
         verification.verified = True
@@ -304,7 +291,7 @@ def verify_bytes(
             "byte)"
         )
         return verification
-    verification.lines += differences(data, rebuilt)
+    lines += differences(data, rebuilt)
     return _not(verification, "it is not the rebuild's bytes (above)")
 
 

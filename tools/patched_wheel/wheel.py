@@ -1,14 +1,11 @@
 """The wheel format: a base read with ``zipfile``, a patched wheel written raw.
 
-A locked base is pinned by its sha256 before it is opened; an unlocked base (the user's opt-in)
-is first checked as pypa/installer checks a wheel before installing it
-(:meth:`BaseWheel.validate_record`). The members the build writes anew are *stored*; every
-other member's compressed bytes are copied from the base, so the patched wheel does not depend
-on the machine's compressor (zlib and zlib-ng deflate one input to different bytes, and zlib
-does not promise the same output across versions). :mod:`zipfile` cannot copy compressed bytes
-(``writestr`` and ``write`` compress anew), so :func:`write_zip` writes the zip records itself:
-no extra fields, data descriptors or ZIP64 (4 GiB or more is refused), times and modes from the
-base. RECORD is always derived.
+A locked base is pinned by its sha256 before it is opened; an unlocked one is first checked as
+pypa/installer checks a wheel (:meth:`BaseWheel.validate_record`). New members are *stored*,
+every other member's compressed bytes copied from the base, so the patched wheel does not
+depend on the machine's zlib (zlib-ng deflates one input to other bytes). zipfile cannot copy
+compressed bytes, so :func:`write_zip` writes the records itself: no extra fields, data
+descriptors or ZIP64 (4 GiB or more is refused), times and modes from the base.
 """
 
 from __future__ import annotations
@@ -70,7 +67,6 @@ def zip_date_time(epoch: Optional[str]) -> Optional[DateTime]:
 class WheelName:
     """A wheel file name, parsed, with its parts as written (for the new name)."""
 
-    filename: str
     name: NormalizedName
     written_name: str
     written_version: str
@@ -82,7 +78,6 @@ class WheelName:
 
 
 def is_wheel_filename(filename: str) -> bool:
-    """Whether ``filename`` is a valid wheel file name (``packaging``'s rules)."""
     try:
         parse_wheel_filename(filename)
     except (InvalidWheelFilename, InvalidVersion):
@@ -91,7 +86,6 @@ def is_wheel_filename(filename: str) -> bool:
 
 
 def parse_wheel_name(filename: str) -> WheelName:
-    """Parse a wheel file name; refuse one that is not a valid wheel name."""
     try:
         name = parse_wheel_filename(filename)[0]
     except (InvalidWheelFilename, InvalidVersion) as error:
@@ -100,7 +94,7 @@ def parse_wheel_name(filename: str) -> WheelName:
             "downloaded it, without renaming it"
         ) from None
     parts = filename[: -len(".whl")].split("-")
-    return WheelName(filename, name, parts[0], parts[1], "-".join(parts[-3:]))
+    return WheelName(name, parts[0], parts[1], "-".join(parts[-3:]))
 
 
 def parse_headers(data: bytes) -> List[Tuple[str, str]]:
@@ -157,7 +151,7 @@ class BaseWheel:
         return self.data[start : start + info.compress_size]
 
     def record(self) -> Dict[str, Tuple[str, str]]:
-        """RECORD's rows: path -> (hash, size)."""
+        """path -> (hash, size)."""
         record = self.read(f"{self.dist_info}/RECORD", 16 * config.MiB)
         try:
             rows = list(csv.reader(io.StringIO(record.decode())))
