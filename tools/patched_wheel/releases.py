@@ -111,9 +111,7 @@ def releases_from_bytes(data: bytes, where: str) -> OverlayReleases:
         raise PatchError(f"{where} is not a registry of overlays; restore it from git") from None
     by_number = {}
     for number, sha256 in entries.items():
-        if not (
-            re.fullmatch(r"[1-9][0-9]*", number) and int(number) >= 2 and is_sha256_hex(sha256)
-        ):
+        if not (re.fullmatch(r"[2-9]|[1-9][0-9]+", number) and is_sha256_hex(sha256)):  # from 2
             raise PatchError(f"{where}: {number!r}: {sha256!r} is not an overlay number and sha256")
         by_number[int(number)] = sha256
     if len(set(by_number.values())) != len(by_number):

@@ -63,15 +63,9 @@ class Verification:
         head += provenance.format_record(self.record).splitlines() if self.record else []
         return "\n".join(head + lines + more + [self.verdict])
 
-
-def _not(verification: Verification, why: str) -> Verification:
-    verification.verdict = f"NOT verified: {config.escaped(why)}; do not install it"
-    return verification
-
-
-def _shown(name: str) -> str:
-    text = ascii(name)[1:-1]
-    return text if len(text) <= _SHOWN_NAME else text[:_SHOWN_NAME] + "..."
+    def refused(self, why: str) -> Verification:
+        self.verdict = f"NOT verified: {config.escaped(why)}; do not install it"
+        return self
 
 
 def _changed_middle(old: bytes, new: bytes) -> List[str]:
@@ -101,7 +95,8 @@ def differences(candidate: bytes, rebuilt: bytes) -> List[str]:
     for name in sorted(set(theirs) | set(ours)):
         if len(lines) >= MAX_DIFFERENCES:
             break
-        mine, other, shown = ours.get(name), theirs.get(name), _shown(name)
+        mine, other, escaped = ours.get(name), theirs.get(name), ascii(name)[1:-1]
+        shown = escaped if len(escaped) <= _SHOWN_NAME else escaped[:_SHOWN_NAME] + "..."
         if mine is None or other is None:
             lines.append(f"  {shown}: {'not in the rebuild' if mine is None else 'missing'}")
         elif (mine.CRC, mine.file_size) != (other.CRC, other.file_size):
@@ -128,21 +123,20 @@ def _rebuild_from_history(
 ) -> bytes:
     """The wheel as revision ``record.revision``'s own tool builds it, run from ``git
     archive`` of that revision (a main branch commit) with the same base and settings."""
+    revision = record.revision
     with tempfile.TemporaryDirectory(prefix="patched-wheel-verify-") as folder:
         tree, out, lock = Path(folder) / "tree", Path(folder) / "out", Path(folder) / "lock.json"
         archive = config.git_bytes(
-            repository, "archive", "--format=tar", "--end-of-options", record.revision
+            repository, "archive", "--format=tar", "--end-of-options", revision
         )
         if archive is None:
-            raise PatchError(f"git archive of revision {record.revision} failed; check the clone")
+            raise PatchError(f"git archive of revision {revision} failed; check the clone")
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             if hasattr(tarfile, "data_filter"):  # a main branch commit of this repository
                 tar.extractall(tree, filter="data")
             else:
                 tar.extractall(tree)
-        provenance.write_revision_file(
-            tree, tree, provenance.SourceRevision(record.revision, False)
-        )
+        provenance.write_revision_file(tree, tree, provenance.SourceRevision(revision, False))
         environ = {k: v for k, v in os.environ.items() if not k.startswith("TORCHTRT_BASE_")}
         environ.pop("SOURCE_DATE_EPOCH", None)
         if record.source_date_epoch is not None:
@@ -155,9 +149,7 @@ def _rebuild_from_history(
         wheels = sorted(out.glob("*.whl")) if completed.returncode == 0 else []
         if len(wheels) != 1:
             last = (completed.stderr.strip().splitlines() or ["no output"])[-1]
-            raise PatchError(
-                f"revision {record.revision}'s own build failed ({config.escaped(last)})"
-            )
+            raise PatchError(f"revision {revision}'s own build failed ({config.escaped(last)})")
         return wheels[0].read_bytes()
 
 
@@ -196,64 +188,58 @@ def verify_bytes(
     """Judge the wheel whose bytes are ``data`` (see the module docstring); a PatchError only
     for what stops the judgement itself (no base to be had, git failing)."""
     verification = Verification(filename, hashlib.sha256(data).hexdigest())
+    refuse = verification.refused  # every NOT verified verdict
     # 1. The record, the only thing read from the wheel: capped, bounded, checked.
     name = parse_wheel_name(filename)
     base_version, label = split_label(name.written_version)
     if label is None:
-        why = f"its version {name.written_version!r} carries no label of this fork"
-        return _not(verification, why)
+        return refuse(f"its version {name.written_version!r} carries no label of this fork")
     try:
         record = verification.record = read_record(data, filename)
     except PatchError as error:
-        return _not(verification, str(error))
+        return refuse(str(error))
     if record.local_install:
-        return _not(
-            verification,
+        return refuse(
             f"made from a local install of {name.name} {base_version}, not from an official "
-            "file, so no official file can rebuild it; its record says what it carries",
+            "file, so no official file can rebuild it; its record says what it carries"
         )
     official = f"{name.written_name}-{base_version}-{name.written_tags}.whl"
     pairs = [("version", record.version, name.written_version), ("label", record.label, label)]
     for what, recorded, actual in pairs + [("base wheel", record.base_wheel, official)]:
         if recorded != actual:
-            why = f"its record names the {what} {recorded!r}, its name {actual!r}: altered"
-            return _not(verification, why)
+            return refuse(f"its record names the {what} {recorded!r}, its name {actual!r}: altered")
     if lock.wheels.get(official, record.base_sha256) != record.base_sha256:
-        why = f"its record names a base {official} that is not the lock's official file"
-        return _not(verification, why)
+        return refuse(f"its record names a base {official} that is not the lock's official file")
     if official not in lock.wheels and not unlocked:
         why = f"its base {official} is not in the lock; --unlocked compares against it anyway"
-        return _not(verification, why)
+        return refuse(why)
 
     # 2. A release: a clean build of a main branch revision, under that revision's number.
     number, development = label_parts(record.label)
     revision = record.revision
     if development is not None:
-        return _not(
-            verification,
+        return refuse(
             f"a development build of overlay {record.overlay_sha256[:12]}, not a release of "
-            "this fork",
+            "this fork"
         )
     if number is None or revision == provenance.UNKNOWN or record.dirty is not False:
         why = "a build that names no clean revision (its record), not a release of this fork"
-        return _not(verification, why)
+        return refuse(why)
     history = main_history(repository)
     if not history:
         why = f"{repository} has no main branch history to tell releases by; verify from a clone"
-        return _not(verification, why)
+        return refuse(why)
     if revision not in history:
-        known = config.git_text(
-            repository, "cat-file", "-e", "--end-of-options", f"{revision}^{{commit}}"
-        )
+        commit = f"{revision}^{{commit}}"
+        known = config.git_text(repository, "cat-file", "-e", "--end-of-options", commit)
         where = "is not on the main branch" if known is not None else "is not in this clone"
-        why = f"revision {revision} {where}: an overlay this repository never released"
-        return _not(verification, why)
+        return refuse(f"revision {revision} {where}: an overlay this repository never released")
     overlay_data, releases = released_at(repository, revision)
     if hashlib.sha256(overlay_data).hexdigest() != record.overlay_sha256:
         why = f"its overlay is not revision {revision}'s, though its record says so: altered"
-        return _not(verification, why)
+        return refuse(why)
     if releases.number_of(record.overlay_sha256) != number:
-        return _not(verification, f"an overlay this repository never released as +{record.label}")
+        return refuse(f"an overlay this repository never released as +{record.label}")
     given = None if overlay is None else config.read_file(overlay, what="--overlay")
     if given is not None and hashlib.sha256(given).hexdigest() != record.overlay_sha256:
         raise PatchError(
@@ -292,7 +278,7 @@ def verify_bytes(
         )
         return verification
     lines += differences(data, rebuilt)
-    return _not(verification, "it is not the rebuild's bytes (above)")
+    return refuse("it is not the rebuild's bytes (above)")
 
 
 def verify_file(path: Path, **options: object) -> Verification:

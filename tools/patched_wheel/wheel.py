@@ -107,8 +107,7 @@ def header_values(data: bytes, key: str) -> List[str]:
 
 
 class BaseWheel:
-    """An official wheel opened from its bytes: its entries, its members' bytes on demand,
-    its members' compressed bytes as they lie in the file (for the raw copy)."""
+    """An official wheel opened from its bytes: its entries, its members' bytes on demand."""
 
     def __init__(self, data: bytes, filename: str, *, local_install: bool = False) -> None:
         self.name = parse_wheel_name(filename)
@@ -142,13 +141,6 @@ class BaseWheel:
                 return stream.read(info.file_size + 1)
         except (zipfile.BadZipFile, zlib.error, ValueError, EOFError) as error:
             raise self.refused(f"{member} cannot be read ({error})") from None
-
-    def raw(self, info: zipfile.ZipInfo) -> bytes:
-        """The member's compressed bytes in the file, where zipfile itself reads them (the
-        local header's name and extra lengths skipped, the central directory's size taken)."""
-        name_length, extra_length = struct.unpack_from("<HH", self.data, info.header_offset + 26)
-        start = info.header_offset + 30 + name_length + extra_length
-        return self.data[start : start + info.compress_size]
 
     def record(self) -> Dict[str, Tuple[str, str]]:
         """path -> (hash, size)."""
@@ -221,9 +213,13 @@ class Entry:
 
     @classmethod
     def copied(cls, name: str, info: zipfile.ZipInfo, base: BaseWheel) -> "Entry":
-        """A member of the base, its compressed bytes copied as they are."""
+        """A member of the base, its compressed bytes copied from where zipfile reads them (the
+        local header's name and extra lengths skipped, the central directory's size taken)."""
+        name_length, extra_length = struct.unpack_from("<HH", base.data, info.header_offset + 26)
+        start = info.header_offset + 30 + name_length + extra_length
+        raw = base.data[start : start + info.compress_size]
         return cls(name, info.date_time, info.external_attr, info.create_system,
-                   info.compress_type, info.CRC, info.file_size, base.raw(info))  # fmt: skip
+                   info.compress_type, info.CRC, info.file_size, raw)  # fmt: skip
 
 
 def record_text(rows: Sequence[Tuple[str, str, str]]) -> bytes:
