@@ -81,9 +81,8 @@ def _changed_middle(old: bytes, new: bytes) -> List[str]:
 
 
 def differences(candidate: bytes, rebuilt: bytes) -> List[str]:
-    """What differs between a wheel and its rebuild, one line per thing, at most
-    :data:`MAX_DIFFERENCES`: members missing or added, contents (CRC and size), modes, and
-    "same files, different bytes" where every member agrees (a re-zipped wheel)."""
+    """What differs between a wheel and its rebuild, at most :data:`MAX_DIFFERENCES` lines:
+    members missing or added, contents (CRC and size), modes, or else the zip around them."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(candidate))
         theirs = {i.filename: i for i in archive.infolist()}
@@ -122,7 +121,8 @@ def _rebuild_from_history(
     repository: Path, record: provenance.ProvenanceRecord, base: Path
 ) -> bytes:
     """The wheel as revision ``record.revision``'s own tool builds it, run from ``git
-    archive`` of that revision (a main branch commit) with the same base and settings."""
+    archive`` of that revision (a main branch commit), with a lock of the one base and the
+    recorded settings."""
     revision = record.revision
     with tempfile.TemporaryDirectory(prefix="patched-wheel-verify-") as folder:
         tree, out, lock = Path(folder) / "tree", Path(folder) / "out", Path(folder) / "lock.json"
@@ -141,7 +141,6 @@ def _rebuild_from_history(
         environ.pop("SOURCE_DATE_EPOCH", None)
         if record.source_date_epoch is not None:
             environ["SOURCE_DATE_EPOCH"] = record.source_date_epoch
-        # The one base, as the record names it.
         lock.write_text(json.dumps({"wheels": {record.base_wheel: record.base_sha256}}))
         command = [sys.executable, str(tree / config.TOOL_PATH), "build", "--base-wheel", str(base)]
         command += ["--out", str(out), "--lock", str(lock)]
