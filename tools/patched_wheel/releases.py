@@ -83,7 +83,7 @@ def label_for(overlay_sha256: str, releases: OverlayReleases, *, clean: bool) ->
 def split_label(version: str) -> Tuple[str, Optional[str]]:
     """(base version, the fork's label) of a patched version; the label is ``None`` for a
     version without (``2.9.0+cu130.memfix1.2`` gives ``("2.9.0+cu130", "memfix1.2")``)."""
-    try:  # the label is the local segments from the last that is the label's name
+    try:  # greedy: the label starts at the last local segment that can start one
         match = re.fullmatch(rf"(?:(.*)\.)?({_LABEL.pattern})", Version(version).local or "")
     except InvalidVersion:
         return version, None
