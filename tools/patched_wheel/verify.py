@@ -126,12 +126,10 @@ def _rebuild_from_history(
     revision = record.revision
     with tempfile.TemporaryDirectory(prefix="patched-wheel-verify-") as folder:
         tree, out, lock = Path(folder) / "tree", Path(folder) / "out", Path(folder) / "lock.json"
-        archive = config.git_bytes(
-            repository, "archive", "--format=tar", "--end-of-options", revision
-        )
-        if archive is None:
+        data = config.git_bytes(repository, "archive", "--format=tar", "--end-of-options", revision)
+        if data is None:
             raise PatchError(f"git archive of revision {revision} failed; check the clone")
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
             if hasattr(tarfile, "data_filter"):  # a main branch commit of this repository
                 tar.extractall(tree, filter="data")
             else:

@@ -177,9 +177,8 @@ class BaseWheel:
                 data = self.read(name)
                 if record.pop(name, None) != (record_hash(data), str(len(data))):
                     problems.append(f"{ascii(name)} differs from RECORD or is not listed there")
-        problems += [
-            f"RECORD lists {ascii(n)}, which the wheel lacks" for n in record if n not in skipped
-        ]
+        absent = [name for name in record if name not in skipped]  # listed, not in the zip
+        problems += [f"RECORD lists {ascii(name)}, which the wheel lacks" for name in absent]
         if problems:
             shown = "; ".join(problems[:5]) + ("; ..." if len(problems) > 5 else "")
             raise PatchError(
