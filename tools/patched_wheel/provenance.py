@@ -1,21 +1,15 @@
 """Which code made a thing, and the provenance record (a CycloneDX SBOM) in every patched wheel.
 
-The revision. :func:`source_revision` names the commit a tree came from and whether the
-overlay and the build tool on disk are that commit's, by bytes: each file is hashed as git
-hashes a blob and compared with the commit's tree, so an edit hidden from ``git status``
-(``git update-index --skip-worktree``) or an ``--overlay`` file other than the commit's is
-*dirty* all the same. A tree without ``.git`` (an sdist, a copy sent to another machine)
-carries :data:`REVISION_FILE`, written by :func:`write_revision_file` with the full commit id
-and the sha256 of every file it vouches for, checked again at build time; a short id, a tag or
-anything else there is refused. The benchmarks' result files use the same revision.
+:func:`source_revision` names the commit a tree came from and whether the overlay and the tool
+on disk are that commit's, by bytes (hashed as git hashes a blob), so an edit hidden from ``git
+status`` (``--skip-worktree``) or another ``--overlay`` is *dirty* all the same. A tree without
+``.git`` (an sdist) carries :data:`REVISION_FILE`: the full commit id and the sha256 of every
+file it vouches for, checked again at build time; a short id or a tag is refused.
 
-The record. A CycloneDX 1.6 SBOM at ``<dist-info>/sboms/patched_wheel.cdx.json`` (PEP 770's
-folder): the official wheel is the pedigree's ``ancestor`` (file name in the purl, sha256 in
-``hashes``), the revision a ``commit``, the change a ``backport``; what CycloneDX has no field
-for (overlay sha256, label, dirty, fixes, SOURCE_DATE_EPOCH) is in ``properties`` under
-``patched_wheel:``. No timestamp, no host: the record is a function of :class:`ProvenanceRecord`.
-:func:`parse_record` reads an untrusted record within a size cap and a nesting bound and
-accepts only the bytes :func:`record_bytes` writes.
+The record, at ``<dist-info>/sboms/patched_wheel.cdx.json`` (PEP 770), holds the official wheel
+as the pedigree's ``ancestor``, the revision as a ``commit``, the rest as ``patched_wheel:``
+properties; no timestamp, no host. Its bytes are a function of :class:`ProvenanceRecord`, and
+:func:`parse_record` accepts only those bytes.
 """
 
 from __future__ import annotations
@@ -53,13 +47,6 @@ class SourceRevision:
     revision: str
     dirty: Optional[bool]
 
-    def as_dict(self) -> Dict[str, Any]:
-        return asdict(self)
-
-
-def overlay_sha256(overlay: Path = config.DEFAULT_OVERLAY) -> str:
-    return hashlib.sha256(Path(overlay).read_bytes()).hexdigest()
-
 
 def tool_sha256() -> str:
     """The sha256 of the build tool's Python sources (name and bytes, in name order)."""
@@ -83,49 +70,32 @@ def _tree_files(repository: Path, overlay: Optional[bytes]) -> Dict[str, bytes]:
     return files
 
 
-def _blob_id(data: bytes, length: int) -> str:
-    algorithm = hashlib.sha1 if length == 40 else hashlib.sha256
-    return algorithm(b"blob %d\0" % len(data) + data).hexdigest()
-
-
-def _from_git(repository: Path, overlay: Optional[bytes]) -> Optional[SourceRevision]:
-    if not (repository / ".git").exists():
-        return None  # not a checkout's root: git would answer for an enclosing repository
-    head = (config.git_text(repository, "rev-parse", "--verify", "HEAD") or "").strip()
-    listing = config.git_text(
-        repository,
-        "ls-tree",
-        "-r",
-        "--full-tree",
-        "HEAD",
-        "--",
-        config.TOOL_PATH,
-        config.OVERLAY_PATH,
-    )
-    if not _COMMIT.fullmatch(head) or listing is None:
-        return None
-    rows = (line.split("\t", 1) for line in listing.splitlines() if "\t" in line)
-    committed = {path: meta.split()[2] for meta, path in rows}  # "<mode> blob <id>\t<path>"
-    on_disk = {
-        path: _blob_id(data, len(head)) for path, data in _tree_files(repository, overlay).items()
-    }
-    return SourceRevision(head, on_disk != committed)
-
-
-def _from_file(repository: Path, overlay: Optional[bytes]) -> Optional[SourceRevision]:
+def source_revision(
+    repository: Path = config.REPOSITORY, overlay: Optional[bytes] = None
+) -> SourceRevision:
+    """The revision of ``repository`` and whether ``overlay`` (default: the tree's) and the
+    tool are that revision's: from git, else from the revision file, else unknown."""
+    if (repository / ".git").exists():  # a checkout's root (else git answers for an enclosing one)
+        head = (config.git_text(repository, "rev-parse", "--verify", "HEAD") or "").strip()
+        paths = (config.TOOL_PATH, config.OVERLAY_PATH)
+        listing = config.git_text(repository, "ls-tree", "-r", "--full-tree", "HEAD", "--", *paths)
+        if _COMMIT.fullmatch(head) and listing is not None:
+            rows = (line.split("\t", 1) for line in listing.splitlines() if "\t" in line)
+            committed = {path: meta.split()[2] for meta, path in rows}  # "<mode> blob <id>\t<path>"
+            blob = hashlib.sha1 if len(head) == 40 else hashlib.sha256  # as git names a blob
+            tree = _tree_files(repository, overlay).items()
+            on_disk = {path: blob(b"blob %d\0" % len(d) + d).hexdigest() for path, d in tree}
+            return SourceRevision(head, on_disk != committed)
     path = repository / REVISION_FILE
     if not path.exists():
-        return None
+        return SourceRevision(UNKNOWN, None)
     try:
         recorded = json.loads(path.read_text(encoding="utf-8"))
         revision, dirty, files = recorded["revision"], recorded["dirty"], recorded.get("files")
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         revision, dirty, files = None, None, None
-    if not (isinstance(revision, str) and _COMMIT.fullmatch(revision)) or dirty not in (
-        None,
-        True,
-        False,
-    ):
+    commit = isinstance(revision, str) and _COMMIT.fullmatch(revision) is not None
+    if not commit or dirty not in (None, True, False):
         raise PatchError(
             f"{path}: not a revision file this tool writes (it takes a full 40-hex commit id "
             "and a dirty flag, not a short id or a tag); write it with "
@@ -137,24 +107,17 @@ def _from_file(repository: Path, overlay: Optional[bytes]) -> Optional[SourceRev
     return SourceRevision(revision, bool(dirty) or actual != files)
 
 
-def source_revision(
-    repository: Path = config.REPOSITORY, overlay: Optional[bytes] = None
+def write_revision_file(
+    destination: Path,
+    repository: Path = config.REPOSITORY,
+    revision: Optional[SourceRevision] = None,
 ) -> SourceRevision:
-    """The revision of ``repository`` and whether ``overlay`` (default: the tree's) and the
-    tool are that revision's: from git, else from the revision file, else unknown."""
-    found = _from_git(repository, overlay) or _from_file(repository, overlay)
-    return found or SourceRevision(UNKNOWN, None)
-
-
-def write_revision_file(destination: Path, repository: Path = config.REPOSITORY) -> SourceRevision:
-    """Write ``repository``'s revision (from git) and its files' sha256 into ``destination``'s
-    revision file, for a copy of the tree that travels without ``.git``."""
-    revision = source_revision(repository)
+    """Write ``revision`` (default: ``repository``'s, from git) and the sha256 of the files
+    it vouches for into ``destination``'s revision file, for a tree without ``.git``."""
+    revision = revision or source_revision(repository)
     files = {p: hashlib.sha256(d).hexdigest() for p, d in _tree_files(repository, None).items()}
-    document = {**revision.as_dict(), "files": files}
-    config.write_text_atomically(
-        Path(destination) / REVISION_FILE, json.dumps(document, indent=1) + "\n"
-    )
+    document = json.dumps({**asdict(revision), "files": files}, indent=1) + "\n"
+    config.write_text_atomically(Path(destination) / REVISION_FILE, document)
     return revision
 
 
@@ -179,11 +142,6 @@ def record_member(dist_info: str) -> str:
     return f"{dist_info}/{RECORD_MEMBER}"
 
 
-def _purl(name: str, version: str, filename: Optional[str] = None) -> str:
-    purl = f"pkg:pypi/{name}@{quote(version, safe='')}"
-    return purl + (f"?file_name={quote(filename, safe='')}" if filename else "")
-
-
 def record_bytes(record: ProvenanceRecord) -> bytes:
     """The record as the patched wheel holds it: sorted keys, two-space indent, UTF-8."""
     base = parse_wheel_name(record.base_wheel)
@@ -193,18 +151,17 @@ def record_bytes(record: ProvenanceRecord) -> bytes:
         "label": record.label,
         "revision": record.revision,
         "dirty": UNKNOWN if record.dirty is None else str(record.dirty).lower(),
+        "fixes": ",".join(record.fixes) or None,
+        "source_date_epoch": record.source_date_epoch,
+        "base": LOCAL_INSTALL if record.local_install else None,
     }
-    if record.fixes:
-        values["fixes"] = ",".join(record.fixes)
-    if record.source_date_epoch is not None:
-        values["source_date_epoch"] = record.source_date_epoch
-    if record.local_install:
-        values["base"] = LOCAL_INSTALL
+    purl = f"pkg:pypi/{base.name}@{quote(record.version, safe='')}"
+    base_purl = f"pkg:pypi/{base.name}@{quote(base.written_version, safe='')}"
     ancestor = {
         "type": "library",
         "name": base.name,
         "version": base.written_version,
-        "purl": _purl(base.name, base.written_version, record.base_wheel),
+        "purl": f"{base_purl}?file_name={quote(record.base_wheel, safe='')}",
         "hashes": [{"alg": "SHA-256", "content": record.base_sha256}],
     }
     pedigree: Dict[str, Any] = {"ancestors": [ancestor], "patches": [{"type": "backport"}]}
@@ -212,12 +169,14 @@ def record_bytes(record: ProvenanceRecord) -> bytes:
         pedigree["commits"] = [{"uid": record.revision}]
     component = {
         "type": "library",
-        "bom-ref": _purl(base.name, record.version),
+        "bom-ref": purl,
         "name": base.name,
         "version": record.version,
-        "purl": _purl(base.name, record.version),
+        "purl": purl,
         "pedigree": pedigree,
-        "properties": [{"name": _NAMESPACE + k, "value": v} for k, v in values.items()],
+        "properties": [
+            {"name": _NAMESPACE + k, "value": v} for k, v in values.items() if v is not None
+        ],
     }
     tool = {
         "type": "application",
@@ -230,57 +189,47 @@ def record_bytes(record: ProvenanceRecord) -> bytes:
     return (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8")
 
 
-def _from_document(document: Any) -> ProvenanceRecord:
-    component = document["metadata"]["component"]
-    ancestor = component["pedigree"]["ancestors"][0]
-    properties = {p["name"][len(_NAMESPACE) :]: p["value"] for p in component["properties"]}
-    fixes = properties.get("fixes")
-    return ProvenanceRecord(
-        version=component["version"],
-        label=properties["label"],
-        base_wheel=parse_qs(ancestor["purl"].partition("?")[2])["file_name"][0],
-        base_sha256=ancestor["hashes"][0]["content"],
-        overlay_sha256=properties["overlay_sha256"],
-        revision=properties["revision"],
-        dirty={"true": True, "false": False, UNKNOWN: None}[properties["dirty"]],
-        tool_sha256=document["metadata"]["tools"]["components"][0]["hashes"][0]["content"],
-        fixes=tuple(fixes.split(",")) if isinstance(fixes, str) else (),
-        source_date_epoch=properties.get("source_date_epoch"),
-        local_install=properties.get("base") == LOCAL_INSTALL,
-    )
-
-
-def _field_problem(record: ProvenanceRecord) -> Optional[str]:
-    """Which field holds what a record of this tool never does, or ``None``: checked before
-    any field reaches a message, a terminal or git's command line."""
+def _problem(record: ProvenanceRecord, data: bytes) -> Optional[str]:
+    """What a record of this tool never holds, or ``None``: checked before any field reaches
+    a message, a terminal or git's command line, and the bytes last."""
     texts: List[Any] = [record.version, record.label, record.base_wheel, *record.fixes]
     if not all(isinstance(t, str) and t.isascii() and t.isprintable() for t in texts):
         return "a text field holds what no build writes"
-    if not (
-        isinstance(record.revision, str)
-        and (record.revision == UNKNOWN or _COMMIT.fullmatch(record.revision))
-    ):
+    revision = record.revision
+    if not (isinstance(revision, str) and (revision == UNKNOWN or _COMMIT.fullmatch(revision))):
         return f"its revision is neither a full git commit id nor {UNKNOWN!r}"
     if not all(map(is_sha256_hex, (record.base_sha256, record.overlay_sha256, record.tool_sha256))):
         return "a digest is not a sha256 in hex"
     if not is_wheel_filename(record.base_wheel):
         return "its base wheel is not a wheel's file name"
-    return None
+    return None if record_bytes(record) == data else "fields added, changed or reformatted"
 
 
 def parse_record(data: bytes, what: str) -> ProvenanceRecord:
     """The record in ``data`` (``what`` names where it came from), read within
-    :data:`MAX_RECORD_BYTES`.
-
-    Raises:
-        PatchError: One line, for anything but a record as :func:`record_bytes` writes it.
-    """
+    :data:`MAX_RECORD_BYTES`; a PatchError of one line for anything :func:`record_bytes` would
+    not write."""
     problem = f"larger than {MAX_RECORD_BYTES >> 10} KiB" if len(data) > MAX_RECORD_BYTES else None
     try:  # within the cap, json's own depth limit ends a deep nesting in RecursionError
-        record = _from_document(json.loads(data[: MAX_RECORD_BYTES + 1].decode("utf-8")))
-        problem = problem or _field_problem(record)
-        if problem is None and record_bytes(record) != data:
-            problem = "fields added, changed or reformatted"
+        document = json.loads(data[: MAX_RECORD_BYTES + 1].decode("utf-8"))
+        component = document["metadata"]["component"]
+        ancestor = component["pedigree"]["ancestors"][0]
+        properties = {p["name"][len(_NAMESPACE) :]: p["value"] for p in component["properties"]}
+        fixes = properties.get("fixes")
+        record = ProvenanceRecord(
+            version=component["version"],
+            label=properties["label"],
+            base_wheel=parse_qs(ancestor["purl"].partition("?")[2])["file_name"][0],
+            base_sha256=ancestor["hashes"][0]["content"],
+            overlay_sha256=properties["overlay_sha256"],
+            revision=properties["revision"],
+            dirty={"true": True, "false": False, UNKNOWN: None}[properties["dirty"]],
+            tool_sha256=document["metadata"]["tools"]["components"][0]["hashes"][0]["content"],
+            fixes=tuple(fixes.split(",")) if isinstance(fixes, str) else (),
+            source_date_epoch=properties.get("source_date_epoch"),
+            local_install=properties.get("base") == LOCAL_INSTALL,
+        )
+        problem = problem or _problem(record, data)
     except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError) as error:
         problem = problem or f"{type(error).__name__}: {str(error)[:200]}"
     except PatchError as error:

@@ -1,21 +1,13 @@
 """Released overlays: the registry, the labels, and the main branch that defines them.
 
-A patched wheel's version is its base's plus a PEP 440 local label. A *released* overlay has
-a number in the registry :data:`~.config.OVERLAY_RELEASES_FILE` (number -> sha256 of the
-overlay's bytes) and its wheels carry ``memfix1.<N>``; local segments compare as numbers, so
-a newer release sorts above an older one. The registry that counts is the one committed on
-the main branch's first-parent history (``refs/heads/main``, else
-``refs/remotes/origin/main``): an overlay only on another branch, in a stash or in an
-unreachable commit was never released, whatever a wheel's record says.
-
-Every other build is labelled ``memfix1.dev<N>.g<sha256 prefix>``, N the newest release when
-it was built: ``dev<N>`` is a string segment, and PEP 440 sorts a string segment below any
-number, so a development build sorts below every release for pip and uv
-(``memfix1.dev2.g...`` < ``memfix1.2`` < ``memfix1.3``) and never wins ``pip install -U``.
-Releasing the overlay is one command: ``python tools/patched_wheel register-overlay``.
-
-:func:`split_label` is the one way back from a patched version to its base's, for every label
-the fork has written (``memfix1``, ``memfix1.<N>``, ``memfix1.<N>.dev.g<sha>``, the above).
+A *released* overlay has a number N in the registry :data:`~.config.OVERLAY_RELEASES_FILE`
+(number -> sha256 of the overlay) and its wheels carry the local label ``memfix1.<N>``; local
+segments compare as numbers, so a newer release sorts above an older one. The registry that
+counts is the one committed on the main branch's first-parent history: an overlay only on
+another branch, in a stash or in an unreachable commit was never released. Every other build is
+``memfix1.dev<N>.g<sha256 prefix>``: PEP 440 sorts the string segment ``dev<N>`` below any
+number, so it never wins ``pip install -U``. :func:`split_label` reads every label the fork has
+written (``memfix1``, ``memfix1.<N>``, ``memfix1.<N>.dev.g<sha>``, the above).
 """
 
 from __future__ import annotations
@@ -46,12 +38,11 @@ _LABEL = re.compile(
     rf"(?:\.dev\.g(?P<old>[0-9a-f]{{{DEV_DIGITS}}}))?"
     rf"|\.dev(?P<after>[0-9]+)\.g(?P<sha>[0-9a-f]{{{DEV_DIGITS}}}))?"
 )
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 def is_sha256_hex(text: object) -> bool:
     """Whether ``text`` is a sha256 as this repository writes one: 64 lowercase hex digits."""
-    return isinstance(text, str) and _SHA256.fullmatch(text) is not None
+    return isinstance(text, str) and re.fullmatch(r"[0-9a-f]{64}", text) is not None
 
 
 @dataclass(frozen=True)
@@ -66,16 +57,11 @@ class OverlayReleases:
         return max(self.by_number, default=1)
 
     def number_of(self, sha256: str) -> Optional[int]:
-        found = [number for number, known in self.by_number.items() if known == sha256]
-        return found[0] if found else None
+        return next((number for number, known in self.by_number.items() if known == sha256), None)
 
 
 def release_label(number: int) -> str:
     return f"{config.LABEL_NAME}.{number}"
-
-
-def development_label(releases: OverlayReleases, overlay_sha256: str) -> str:
-    return f"{config.LABEL_NAME}.dev{releases.newest}.g{overlay_sha256[:DEV_DIGITS]}"
 
 
 def label_for(overlay_sha256: str, releases: OverlayReleases, *, clean: bool) -> str:
@@ -84,7 +70,7 @@ def label_for(overlay_sha256: str, releases: OverlayReleases, *, clean: bool) ->
     number = releases.number_of(overlay_sha256)
     if number is not None and clean:
         return release_label(number)
-    label = development_label(releases, overlay_sha256)
+    label = f"{config.LABEL_NAME}.dev{releases.newest}.g{overlay_sha256[:DEV_DIGITS]}"
     why = "not a released one" if number is None else "not the revision's own overlay and tool"
     logger.warning(
         "the overlay (sha256 %s) is %s, so the wheel is labelled +%s, a development build "
@@ -97,18 +83,13 @@ def label_for(overlay_sha256: str, releases: OverlayReleases, *, clean: bool) ->
 def split_label(version: str) -> Tuple[str, Optional[str]]:
     """(base version, the fork's label) of a patched version; the label is ``None`` for a
     version without (``2.9.0+cu130.memfix1.2`` gives ``("2.9.0+cu130", "memfix1.2")``)."""
-    try:
-        segments = (Version(version).local or "").split(".")
+    try:  # greedy: the label starts at the last local segment that can start one
+        match = re.fullmatch(rf"(?:(.*)\.)?({_LABEL.pattern})", Version(version).local or "")
     except InvalidVersion:
         return version, None
-    if config.LABEL_NAME not in segments:
+    if match is None:
         return version, None
-    start = len(segments) - 1 - segments[::-1].index(config.LABEL_NAME)
-    label = ".".join(segments[start:])
-    if not _LABEL.fullmatch(label):
-        return version, None
-    public = version.split("+", 1)[0]
-    return public + ("+" + ".".join(segments[:start]) if start else ""), label
+    return version.split("+", 1)[0] + (f"+{match[1]}" if match[1] else ""), match[2]
 
 
 def label_parts(label: str) -> Tuple[Optional[int], Optional[str]]:
@@ -130,9 +111,7 @@ def releases_from_bytes(data: bytes, where: str) -> OverlayReleases:
         raise PatchError(f"{where} is not a registry of overlays; restore it from git") from None
     by_number = {}
     for number, sha256 in entries.items():
-        if not (
-            re.fullmatch(r"[1-9][0-9]*", number) and int(number) >= 2 and is_sha256_hex(sha256)
-        ):
+        if not (re.fullmatch(r"[2-9]|[1-9][0-9]+", number) and is_sha256_hex(sha256)):  # from 2
             raise PatchError(f"{where}: {number!r}: {sha256!r} is not an overlay number and sha256")
         by_number[int(number)] = sha256
     if len(set(by_number.values())) != len(by_number):
@@ -157,44 +136,27 @@ def register_overlay(
     if known is not None:
         return known, False
     number = releases.newest + 1
-    overlays = {
-        str(n): s for n, s in sorted({**releases.by_number, number: overlay_sha256}.items())
-    }
-    config.write_text_atomically(
-        Path(path), json.dumps({"about": _ABOUT, "overlays": overlays}, indent=2) + "\n"
-    )
+    by_number = {**releases.by_number, number: overlay_sha256}
+    document = {"about": _ABOUT, "overlays": {str(n): s for n, s in sorted(by_number.items())}}
+    config.write_text_atomically(Path(path), json.dumps(document, indent=2) + "\n")
     return number, True
-
-
-def main_ref(repository: Path) -> Optional[str]:
-    """The main branch's ref in ``repository``: ``refs/heads/main``, else ``origin``'s."""
-    for ref in ("refs/heads/main", "refs/remotes/origin/main"):
-        if config.git_text(repository, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"):
-            return ref
-    return None
 
 
 def main_history(repository: Path) -> Set[str]:
     """Every commit of the main branch's first-parent history (empty without git or main)."""
-    ref = main_ref(repository)
-    listed = config.git_text(repository, "rev-list", "--first-parent", ref) if ref else None
-    return set((listed or "").split())
+    for ref in ("refs/heads/main", "refs/remotes/origin/main"):
+        listed = config.git_text(repository, "rev-list", "--first-parent", ref, "--")
+        if listed is not None:  # git fails on a ref that does not exist
+            return set(listed.split())
+    return set()
 
 
 def released_at(repository: Path, revision: str) -> Tuple[bytes, OverlayReleases]:
-    """(the overlay's bytes, the registry) as committed at ``revision``.
-
-    Raises:
-        PatchError: If the revision lacks either.
-    """
-    overlay = config.git_bytes(
-        repository, "show", "--end-of-options", f"{revision}:{config.OVERLAY_PATH}"
-    )
-    registry = config.git_bytes(
-        repository,
-        "show",
-        "--end-of-options",
-        f"{revision}:{config.TOOL_PATH}/{config.OVERLAY_RELEASES_FILE.name}",
+    """(the overlay's bytes, the registry) as committed at ``revision``, which has both."""
+    registry_path = f"{config.TOOL_PATH}/{config.OVERLAY_RELEASES_FILE.name}"
+    overlay, registry = (
+        config.git_bytes(repository, "show", "--end-of-options", f"{revision}:{path}")
+        for path in (config.OVERLAY_PATH, registry_path)
     )
     if overlay is None or registry is None:
         raise PatchError(

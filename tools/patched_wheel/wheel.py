@@ -1,20 +1,11 @@
-"""The wheel format: a base read with ``zipfile``, and a patched wheel written raw.
+"""The wheel format: a base read with ``zipfile``, a patched wheel written raw.
 
-Reading. A base is opened with :mod:`zipfile` from bytes read once. A locked base is pinned
-by its sha256 before it is opened, so its headers are trusted bytes; an unlocked base (the
-user's opt-in) is checked as pypa/installer checks a wheel before installing it
-(:meth:`BaseWheel.validate_record`: names, file types, sizes against a cap, every file
-listed in RECORD with its sha256 and size, problems collected and raised once).
-
-Writing. The members the build writes anew are *stored* (no compression); every other
-member's compressed bytes are copied from the base as they are, so the patched wheel does not
-depend on the machine's compressor: zlib and zlib-ng (which some Linux distributions ship as
-their zlib) deflate the same input to different bytes, and zlib does not promise the same
-output across versions. :mod:`zipfile` cannot copy a member's compressed bytes (``writestr``
-and ``write`` always compress anew, and ``ZipFile.open(mode="w")`` takes uncompressed data),
-so :func:`write_zip` writes the zip records itself: a local header and the data per member, a
-central directory, an end record; no extra fields, no data descriptors, no ZIP64 (a member of
-4 GiB or more is refused), times and modes from the base. RECORD is always derived.
+A locked base is pinned by its sha256 before it is opened; an unlocked one is first checked as
+pypa/installer checks a wheel (:meth:`BaseWheel.validate_record`). New members are *stored*,
+every other member's compressed bytes copied from the base, so the patched wheel does not
+depend on the machine's zlib (zlib-ng deflates one input to other bytes). zipfile cannot copy
+compressed bytes, so :func:`write_zip` writes the records itself: no extra fields, data
+descriptors or ZIP64 (4 GiB or more is refused), times and modes from the base.
 """
 
 from __future__ import annotations
@@ -31,15 +22,10 @@ import zlib
 from dataclasses import dataclass
 from email.parser import BytesParser
 from email.policy import compat32
-from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
-from packaging.tags import Tag
-from packaging.utils import (
-    InvalidWheelFilename,
-    NormalizedName,
-    parse_wheel_filename,
-)
-from packaging.version import InvalidVersion, Version
+from packaging.utils import InvalidWheelFilename, NormalizedName, parse_wheel_filename
+from packaging.version import InvalidVersion
 
 from . import PatchError, config
 
@@ -81,10 +67,7 @@ def zip_date_time(epoch: Optional[str]) -> Optional[DateTime]:
 class WheelName:
     """A wheel file name, parsed, with its parts as written (for the new name)."""
 
-    filename: str
     name: NormalizedName
-    version: Version
-    tags: FrozenSet[Tag]
     written_name: str
     written_version: str
     written_tags: str
@@ -95,7 +78,6 @@ class WheelName:
 
 
 def is_wheel_filename(filename: str) -> bool:
-    """Whether ``filename`` is a valid wheel file name (``packaging``'s rules)."""
     try:
         parse_wheel_filename(filename)
     except (InvalidWheelFilename, InvalidVersion):
@@ -104,16 +86,15 @@ def is_wheel_filename(filename: str) -> bool:
 
 
 def parse_wheel_name(filename: str) -> WheelName:
-    """Parse a wheel file name; refuse one that is not a valid wheel name."""
     try:
-        name, version, _, tags = parse_wheel_filename(filename)
+        name = parse_wheel_filename(filename)[0]
     except (InvalidWheelFilename, InvalidVersion) as error:
         raise PatchError(
             f"{filename!r} is not a wheel file name ({error}); pass the wheel as pip "
             "downloaded it, without renaming it"
         ) from None
     parts = filename[: -len(".whl")].split("-")
-    return WheelName(filename, name, version, tags, parts[0], parts[1], "-".join(parts[-3:]))
+    return WheelName(name, parts[0], parts[1], "-".join(parts[-3:]))
 
 
 def parse_headers(data: bytes) -> List[Tuple[str, str]]:
@@ -126,31 +107,23 @@ def header_values(data: bytes, key: str) -> List[str]:
 
 
 class BaseWheel:
-    """An official wheel opened from its bytes: its entries, its members' bytes on demand,
-    its members' compressed bytes as they lie in the file (for the raw copy)."""
+    """An official wheel opened from its bytes: its entries, its members' bytes on demand."""
 
     def __init__(self, data: bytes, filename: str, *, local_install: bool = False) -> None:
         self.name = parse_wheel_name(filename)
+        self.filename, self.dist_info = filename, self.name.dist_info
         self.local_install = local_install  # made from an install's files, not an official file
-        self.data = data
-        self.sha256 = hashlib.sha256(data).hexdigest()
+        self.data, self.sha256 = data, hashlib.sha256(data).hexdigest()
         try:
             self.zip = zipfile.ZipFile(io.BytesIO(data))
             self.infos = tuple(self.zip.infolist())
         except (zipfile.BadZipFile, ValueError, EOFError, NotImplementedError) as error:
             raise self.refused(f"it is not a zip file ({error})") from None
         self.by_name = {info.filename: info for info in self.infos}
-        self.dist_info = self.name.dist_info
-        present = set(self.by_name)
-        missing = [
-            f for f in ("METADATA", "WHEEL", "RECORD") if f"{self.dist_info}/{f}" not in present
-        ]
-        if missing or len(present) != len(self.infos):
+        wanted = ("METADATA", "WHEEL", "RECORD")
+        missing = [f for f in wanted if f"{self.dist_info}/{f}" not in self.by_name]
+        if missing or len(self.by_name) != len(self.infos):
             raise self.refused(f"{self.dist_info} lacks {', '.join(missing)} or a name repeats")
-
-    @property
-    def filename(self) -> str:
-        return self.name.filename
 
     def refused(self, problem: str) -> PatchError:
         return PatchError(
@@ -169,21 +142,11 @@ class BaseWheel:
         except (zipfile.BadZipFile, zlib.error, ValueError, EOFError) as error:
             raise self.refused(f"{member} cannot be read ({error})") from None
 
-    def raw(self, info: zipfile.ZipInfo) -> bytes:
-        """The member's compressed bytes in the file, where zipfile itself reads them (the
-        local header's name and extra lengths skipped, the central directory's size taken)."""
-        name_length, extra_length = struct.unpack_from("<HH", self.data, info.header_offset + 26)
-        start = info.header_offset + 30 + name_length + extra_length
-        return self.data[start : start + info.compress_size]
-
     def record(self) -> Dict[str, Tuple[str, str]]:
-        """RECORD's rows: path -> (hash, size)."""
+        """path -> (hash, size)."""
+        record = self.read(f"{self.dist_info}/RECORD", 16 * config.MiB)
         try:
-            rows = list(
-                csv.reader(
-                    io.StringIO(self.read(f"{self.dist_info}/RECORD", 16 * config.MiB).decode())
-                )
-            )
+            rows = list(csv.reader(io.StringIO(record.decode())))
         except (UnicodeDecodeError, csv.Error) as error:
             raise self.refused(f"its RECORD cannot be read ({error})") from None
         entries: Dict[str, Tuple[str, str]] = {}
@@ -214,9 +177,8 @@ class BaseWheel:
                 data = self.read(name)
                 if record.pop(name, None) != (record_hash(data), str(len(data))):
                     problems.append(f"{ascii(name)} differs from RECORD or is not listed there")
-        problems += [
-            f"RECORD lists {ascii(n)}, which the wheel lacks" for n in record if n not in skipped
-        ]
+        absent = [name for name in record if name not in skipped]  # listed, not in the zip
+        problems += [f"RECORD lists {ascii(name)}, which the wheel lacks" for name in absent]
         if problems:
             shown = "; ".join(problems[:5]) + ("; ..." if len(problems) > 5 else "")
             raise PatchError(
@@ -250,9 +212,13 @@ class Entry:
 
     @classmethod
     def copied(cls, name: str, info: zipfile.ZipInfo, base: BaseWheel) -> "Entry":
-        """A member of the base, its compressed bytes copied as they are."""
+        """A member of the base, its compressed bytes copied from where zipfile reads them (the
+        local header's name and extra lengths skipped, the central directory's size taken)."""
+        name_length, extra_length = struct.unpack_from("<HH", base.data, info.header_offset + 26)
+        start = info.header_offset + 30 + name_length + extra_length
+        raw = base.data[start : start + info.compress_size]
         return cls(name, info.date_time, info.external_attr, info.create_system,
-                   info.compress_type, info.CRC, info.file_size, base.raw(info))  # fmt: skip
+                   info.compress_type, info.CRC, info.file_size, raw)  # fmt: skip
 
 
 def record_text(rows: Sequence[Tuple[str, str, str]]) -> bytes:
@@ -262,42 +228,29 @@ def record_text(rows: Sequence[Tuple[str, str, str]]) -> bytes:
     return out.getvalue().encode("utf-8")
 
 
-def _dos_time(date_time: DateTime) -> Tuple[int, int]:
-    year, month, day, hour, minute, second = date_time
-    return (max(year, 1980) - 1980) << 9 | month << 5 | day, hour << 11 | minute << 5 | second // 2
-
-
 def write_zip(entries: Sequence[Entry]) -> bytes:
     """The zip file of ``entries`` in their order: byte for byte a function of the entries."""
     if len(entries) >= 0xFFFF:
         raise PatchError("the patched wheel would hold more than 65534 members; report this")
     body, central = io.BytesIO(), io.BytesIO()
     for entry in entries:
-        name = entry.name.encode("utf-8")
-        flags = 0 if entry.name.isascii() else 0x800  # UTF-8 names, as zipfile marks them
-        if max(entry.file_size, len(entry.payload), body.tell()) >= 0xFFFFFFFF:
+        name, offset = entry.name.encode("utf-8"), body.tell()
+        if max(entry.file_size, len(entry.payload), offset) >= 0xFFFFFFFF:
             raise PatchError(f"{entry.name}: 4 GiB or more, which this writer does not hold")
-        date, clock = _dos_time(entry.date_time)
-        fields = (
-            20,
-            flags,
-            entry.compress_type,
-            clock,
-            date,
-            entry.crc,
-            len(entry.payload),
-            entry.file_size,
-            len(name),
-        )
-        offset = body.tell()
+        year, month, day, hour, minute, second = entry.date_time
+        date = (max(year, 1980) - 1980) << 9 | month << 5 | day
+        clock = hour << 11 | minute << 5 | second // 2
+        flags = 0 if entry.name.isascii() else 0x800  # UTF-8 names, as zipfile marks them
+        sizes = (entry.crc, len(entry.payload), entry.file_size, len(name))
+        # Both headers share (version 20, flags, method, time, date, CRC, sizes, name length);
+        # the central one then packs (extra, comment, disk, internal attributes) as zeros.
+        fields = (20, flags, entry.compress_type, clock, date, *sizes)
         body.write(struct.pack("<4s5H3L2H", b"PK\x03\x04", *fields, 0) + name + entry.payload)
         made_by = entry.create_system << 8 | 20
         central.write(
             struct.pack("<4s6H3L5H2L", b"PK\x01\x02", made_by, *fields, 0, 0, 0, 0,
                         entry.external_attr, offset) + name  # fmt: skip
         )
-        # The central entry packs (disk, internal attributes) as the two zeros before the
-        # external attributes; the comment and extra lengths as the two before them.
     directory = central.getvalue()
     end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, len(entries), len(entries),
                       len(directory), body.tell(), 0)  # fmt: skip
