@@ -1,12 +1,10 @@
 """Fetching a base: the official wheel into the cache, by pip, pinned by its sha256.
 
-A locked base is fetched by ``pip download`` of the exact release (``===``: no ``+cu999``
-variant can win) with ``--require-hashes``, so pip, with its own settings (none read here),
-refuses any other file. The cache is looked up by the official name and re-checked against the
-lock when read: it saves downloads, it is not trusted. An unlocked base (the user's opt-in) is
-downloaded with ``==`` and no hash, and never cached. ``installed`` reads the installed
-``torch_tensorrt`` outside pip's build isolation; an install no official wheel matches (a
-source build, a container's) becomes a wheel of its own files as its RECORD lists them.
+A locked base is ``pip download``-ed as the exact release (``===``: no ``+cu999`` can win) with
+``--require-hashes``: pip, under its own settings, refuses any other file. The cache is looked
+up by official name and re-checked when read: it saves downloads, it is not trusted. An unlocked
+base (opted in) is fetched with ``==``, never cached. ``installed`` is read outside pip's build
+isolation; an install no official wheel matches gives a wheel of the files its RECORD lists.
 """
 
 from __future__ import annotations
@@ -123,8 +121,7 @@ def pip_download(
 def downloaded_base(
     request: config.BaseRequest, cache_dir: Path, *, sha256: Optional[str] = None
 ) -> Tuple[bytes, str]:
-    """(bytes, file name) of the wheel :func:`pip_download` gets for ``request``, through a
-    temporary folder in the cache (removed after)."""
+    """(bytes, file name) of the wheel pip downloads for ``request``, by a temporary folder."""
     with tempfile.TemporaryDirectory(dir=usable_cache(cache_dir), prefix=".download-") as folder:
         downloaded = pip_download(request, Path(folder), sha256=sha256)
         return config.read_file(downloaded, what="the downloaded wheel"), downloaded.name
@@ -144,12 +141,10 @@ def cached_base(request: config.BaseRequest, name: str, sha256: str, cache_dir: 
 
 
 def find_installed() -> Installed:
-    """The installed distribution of ``torch_tensorrt`` (either of :data:`~.config.DISTRIBUTIONS`),
-    looked up outside pip's build isolation where the build runs inside it."""
-    environ = dict(os.environ)
-    if any(environ.get(name) for name in ("PIP_BUILD_TRACKER", "PIP_REQ_TRACKER")):
-        for hidden in ("PYTHONPATH", "PYTHONNOUSERSITE", "PYTHONHOME"):  # pip's isolation
-            environ.pop(hidden, None)
+    """The installed ``torch_tensorrt`` (either distribution), outside pip's build isolation."""
+    isolated = any(os.environ.get(name) for name in ("PIP_BUILD_TRACKER", "PIP_REQ_TRACKER"))
+    hidden = ("PYTHONPATH", "PYTHONNOUSERSITE", "PYTHONHOME") if isolated else ()  # pip's isolation
+    environ = {name: value for name, value in os.environ.items() if name not in hidden}
     try:
         completed = subprocess.run([sys.executable, "-c", _QUERY], env=environ,
                                    capture_output=True, text=True, check=True)  # fmt: skip
@@ -210,7 +205,7 @@ def local_install_wheel(installed: Installed, request: config.BaseRequest) -> Tu
         rows = list(csv.reader(io.StringIO((dist_info / "RECORD").read_text("utf-8"))))
     except (OSError, UnicodeDecodeError, csv.Error) as error:
         raise PatchError(f"{what}: its RECORD cannot be read ({error}); reinstall it") from None
-    members: List[Tuple[str, bytes, int]] = []
+    members: List[Tuple[str, bytes, int]] = []  # (path, bytes, mode)
     problems: List[str] = []
     for row in filter(None, rows):
         path = row[0] if len(row) == 3 else ""

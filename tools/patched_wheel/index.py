@@ -1,12 +1,9 @@
 """A PEP 503 simple index of the verified wheels in a folder, so that pip and uv install them.
 
-``DIR/simple/index.html`` lists the projects and ``DIR/simple/<project>/index.html`` a
-project's wheels, linked relatively (``../../<wheel>``: the folder works from disk or a static
-host) with ``#sha256=`` (pip and uv check it) and ``data-requires-python`` (from METADATA, so
-an installer skips a wheel its Python cannot use). Each wheel is read once, and that byte
-string is verified, hashed and read for METADATA, so no file swapped between reads reaches a
-page; any wheel not verified is refused, one line each, and nothing is written then. No
-symlinked folder is followed; each page is renamed into place, the project list last.
+A page per project, each link relative (the folder works from disk or a static host) with
+``#sha256=`` and ``data-requires-python``. Each wheel is read once and those bytes verified,
+hashed and read, so no file swapped between reads reaches a page; a wheel not verified is
+refused and nothing is written. No symlinked folder is followed; pages are renamed into place.
 """
 
 from __future__ import annotations
@@ -30,8 +27,6 @@ from .wheel import header_values, parse_wheel_name
 logger = logging.getLogger(__name__)
 
 INDEX_DIR_NAME = "simple"
-# Why a wheel (its bytes and file name) may not be listed, in one line; None: it may.
-ListingCheck = Callable[[bytes, str], Optional[str]]
 
 _PAGE = """\
 <!DOCTYPE html>
@@ -63,8 +58,8 @@ def _page(title: str, links: Sequence[str]) -> str:
 
 
 def index_pages(wheels: Sequence[IndexedWheel]) -> Dict[str, str]:
-    """The pages, by path relative to the index folder: ``index.html`` lists the projects,
-    ``<project>/index.html`` a project's wheels in name order, linked two folders up."""
+    """The pages by path in the index folder: ``index.html`` (the projects) and
+    ``<project>/index.html`` (a project's wheels in name order, linked two folders up)."""
     by_project: Dict[str, List[str]] = {}
     for wheel in sorted(wheels, key=lambda w: w.filename):
         href = html.escape(f"../../{quote(wheel.filename)}#sha256={wheel.sha256}")
@@ -89,10 +84,9 @@ def indexed_wheel(data: bytes, filename: str) -> IndexedWheel:
     )
 
 
-def write_simple_index(wheel_dir: Path, *, check: ListingCheck) -> Path:
-    """Write the simple index of the ``*.whl`` files directly in ``wheel_dir`` (hidden ones,
-    such as the build's temporary files, left out) into ``wheel_dir/simple``; refuse an empty
-    folder, any wheel that may not be listed, or a folder of the index that is a symlink."""
+def write_simple_index(wheel_dir: Path, *, check: Callable[[bytes, str], Optional[str]]) -> Path:
+    """Index the ``*.whl`` files directly in ``wheel_dir`` (not hidden ones: the build's
+    temporary files) into ``wheel_dir/simple``; ``check`` says why a wheel may not be listed."""
     wheel_dir = Path(wheel_dir)
     if not wheel_dir.is_dir():
         raise PatchError(f"{str(wheel_dir)!r} is not a folder; give the folder of the wheels")

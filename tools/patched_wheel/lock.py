@@ -1,10 +1,9 @@
 """The lock of the official wheels: the sha256 of each wheel on PyPI, and the base it pins.
 
-The lock (:data:`~.config.LOCK_FILE`) maps each official wheel's file name to its sha256: the
-build's source of trust. A base the lock does not know is refused unless the user opts in; a
-release, platform and Python it knows is accepted only as the very file it names.
-:func:`open_base` is the one way from the user's choice to a base wheel (read once, checked,
-opened); :func:`refresh_lock` rewrites the lock from fresh downloads.
+The lock maps each official wheel's file name to its sha256: the build's source of trust. A
+base it does not know is refused unless the user opts in; a release, platform and Python it
+knows is accepted only as the very file it names. :func:`open_base` is the one way from the
+user's choice to a base wheel; :func:`refresh_lock` rewrites the lock from fresh downloads.
 """
 
 from __future__ import annotations
@@ -154,16 +153,14 @@ def load_lock(path: Path = config.LOCK_FILE) -> Lock:
 def open_base(
     choice: config.BaseChoice, *, lock: Lock, cache_dir: Path = config.DEFAULT_CACHE_DIR
 ) -> BaseWheel:
-    """The base the user chose (a wheel file, a release fetched into the cache, or an install
-    no official wheel matches, made from its own files), read once, checked against the lock
-    (or, unlocked or a local install, against its own RECORD), then opened."""
+    """The base the user chose (a wheel file, a release fetched into the cache, or a local
+    install's own files), read once, checked against the lock or its RECORD, then opened."""
     request, local_install = choice.request, False
     if choice.wheel is not None:
         data, filename = config.read_file(choice.wheel, what=choice.wheel_source), choice.wheel.name
     else:
         installed = fetch.find_installed() if request.release == config.INSTALLED else None
-        if installed is not None:
-            request = fetch.installed_request(installed)
+        request = request if installed is None else fetch.installed_request(installed)
         name = lock.official_name(request)
         if installed is not None and name is None and not choice.unlocked:
             data, filename = fetch.local_install_wheel(installed, request)

@@ -1,10 +1,8 @@
 """The release command: patched wheels for every release, platform and Python the lock holds.
 
-The matrix is the lock's files that serve the requested releases, platforms and Pythons: each
-is fetched into the cache where missing (in parallel, pinned by sha256), patched into one
-folder with one overlay and one origin, a line logged per wheel and a table printed at the end.
-``update_docs`` rewrites the committed ``docsrc/_data/supported_matrix.json`` and the README's
-table between its markers only when every wheel was built, so that no table is ever partial.
+Each locked file serving a request is fetched where missing (threads: the network), then
+patched with one overlay and one origin (forked processes: the splice is Python). ``update_docs``
+rewrites the docs' matrix and the README's table only when every wheel was built.
 """
 
 from __future__ import annotations
@@ -67,8 +65,7 @@ def requests_for(
     pythons: Sequence[str],
     distributions: Sequence[str] = (config.PROJECT,),
 ) -> List[config.BaseRequest]:
-    """Every combination of distributions, releases (none given: each distribution's
-    supported ones), platforms and Python versions."""
+    """Every combination; no releases: each distribution's supported ones."""
     return [
         config.BaseRequest(r, p, v, d)
         for d in distributions
@@ -103,12 +100,11 @@ def build_matrix(
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         fetched = list(pool.map(fetch, found))
 
-    # 2. One overlay and one origin for every wheel; each base read once, checked and patched
-    # in a process per core (the splice is Python, bound by one core each).
+    # 2. Each base read once, checked and patched in a process per core.
     overlay_data = read_overlay(overlay_path or config.DEFAULT_OVERLAY)[1]
     origin = build_origin(overlay_data)
-    work = [(name, request, lock.wheels[name], path, error, overlay_data, origin, out_dir)
-            for (name, request), (path, error) in zip(found.items(), fetched)]  # fmt: skip
+    shared = (overlay_data, origin, out_dir)
+    work = [(n, r, lock.wheels[n], *f, *shared) for (n, r), f in zip(found.items(), fetched)]
     if sys.platform == "linux":  # forked workers share the loaded tool, however it was loaded
         context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(os.cpu_count() or 1, mp_context=context) as workers:
@@ -140,13 +136,12 @@ def _patch_one(item: _Work) -> MatrixEntry:
         patched, fixes = wheel.filename, wheel.record.fixes
     except PatchError as failure:
         patched, fixes, error = None, (), str(failure)
-    return replace(entry, patched_wheel=patched, seconds=time.perf_counter() - start,
-                   error=error, fixes=fixes)  # fmt: skip
+    seconds = time.perf_counter() - start
+    return replace(entry, patched_wheel=patched, seconds=seconds, error=error, fixes=fixes)
 
 
 def _rows(entries: Sequence[MatrixEntry]) -> List[List[MatrixEntry]]:
-    """The entries of each distribution and release (a row of the tables), in the order of
-    the distributions, then of the releases; in a row, by platform and Python."""
+    """The entries of each distribution and release (a row of the tables), in order."""
     rows: Dict[Tuple[str, str], List[MatrixEntry]] = {}
 
     def place(e: MatrixEntry) -> Tuple[int, Tuple[int, ...], str, Tuple[int, ...]]:
@@ -160,8 +155,7 @@ def _rows(entries: Sequence[MatrixEntry]) -> List[List[MatrixEntry]]:
 
 
 def _fixes(row: Sequence[MatrixEntry]) -> List[str]:
-    """The fixes the built wheels of a row carry (one upstream module per release, so one
-    set), in the order of :data:`~.config.FIX_NAMES`."""
+    """The fixes a row's wheels carry (one upstream module per release, so one set)."""
     carried = {fix for entry in row for fix in entry.fixes}
     return [fix for fix in config.FIX_NAMES if fix in carried]
 
@@ -169,9 +163,8 @@ def _fixes(row: Sequence[MatrixEntry]) -> List[str]:
 def matrix_document(
     entries: Sequence[MatrixEntry], *, command: str = UPDATE_DOCS_COMMAND
 ) -> Dict[str, object]:
-    """The JSON document of the matrix: per distribution and release, the fixes and the
-    patched wheel of each base, the label those wheels carry (read from their names, so it
-    is the overlay that built them), and the command that made it."""
+    """The matrix as JSON: per release its fixes and wheels, the label the wheels carry (read
+    from their names: the overlay that built them), and the command that made it."""
     releases = []
     for row in _rows(entries):
         wheels: List[Dict[str, object]] = []
@@ -193,8 +186,7 @@ def matrix_document(
 
 
 def readme_table(entries: Sequence[MatrixEntry]) -> str:
-    """A Markdown table: a row per distribution and release, the fixes its wheels carry and
-    the Python versions built for each platform."""
+    """A Markdown table: per release its fixes and the Pythons built for each platform."""
     platforms = sorted({e.platform for e in entries}, key=list(PLATFORM_TITLES).index)
     header = ["Distribution", "Base release", "Fixes"]
     header += [PLATFORM_TITLES.get(p, p) for p in platforms]
@@ -212,19 +204,17 @@ def summary(entries: Sequence[MatrixEntry]) -> str:
     """The table printed at the end of a run: counts, time and fixes per release."""
     lines = [f"{'release':<24} {'built':>5} {'failed':>6} {'seconds':>8} fixes"]
     for row in _rows(entries):
-        failed = sum(e.error is not None for e in row)
-        seconds = sum(e.seconds for e in row)
+        failed, seconds = sum(e.error is not None for e in row), sum(e.seconds for e in row)
         name, fixes = f"{row[0].distribution} {row[0].release}", ", ".join(_fixes(row)) or "-"
         lines.append(f"{name:<24} {len(row) - failed:>5} {failed:>6} {seconds:>8.1f} {fixes}")
-    failed = sum(e.error is not None for e in entries)
-    total = sum(e.seconds for e in entries)
+    failed, total = sum(e.error is not None for e in entries), sum(e.seconds for e in entries)
     lines.append(f"{'total':<24} {len(entries) - failed:>5} {failed:>6} {total:>8.1f}")
     return "\n".join(lines)
 
 
 def update_docs(entries: Sequence[MatrixEntry], *, docs_matrix: Path, readme: Path) -> None:
-    """Write the committed matrix JSON and the README's table between its markers; nothing
-    is written if any entry failed (a partial table is never written) or a marker is missing."""
+    """Write the committed matrix JSON and the README's table between its markers (nothing if
+    a wheel failed or a marker is missing)."""
     failed = [entry.base_wheel for entry in entries if entry.error is not None]
     if failed or not entries:
         raise PatchError(
