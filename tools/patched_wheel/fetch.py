@@ -170,10 +170,9 @@ def installed_request(installed: Optional[Installed] = None) -> config.BaseReque
     wheel stands for its base; a source build's ``2.10.0a0+abc1234`` is its own release)."""
     installed = installed or find_installed()
     version = installed.version
-    try:
+    known = False  # a canonical release of three parts, such as 2.10.0a0+abc1234
+    with suppress(InvalidVersion):
         known = str(Version(version)) == version and len(Version(version).release) == 3
-    except InvalidVersion:
-        known = False
     if not known:
         raise PatchError(
             f"the installed {DISTRIBUTION} {version!r} is not a release the build knows; "

@@ -68,8 +68,7 @@ class Lock:
                 )
             return
         name, version, _, tags = parse_wheel_filename(filename)
-        found = self._of(name)
-        known = next((n for n, v, locked in found if v == version and locked & tags), None)
+        known = next((n for n, v, t in self._of(name) if v == version and t & tags), None)
         if known is not None:
             raise PatchError(
                 f"{filename}: the lock knows this release, platform and Python as {known}, and "
