@@ -1,18 +1,10 @@
 """Fetching a base: the official wheel into the cache, by pip, pinned by its sha256.
 
-A base the lock knows is downloaded by ``pip download`` with a requirement of the exact
-release (``===``, so an index offering ``2.14.0+cu999`` beside ``2.14.0`` cannot win) and
-``--require-hashes`` with the lock's sha256: pip refuses any other file, from any index
-pip is configured with (its own settings, credentials, certificates and proxies apply; none
-of them is read or shown here). The file lands in the cache under its official name and is
-looked up there by that exact name only, and checked against the lock again when read: the
-cache saves downloads, it is not trusted. A base the lock does not know (the user's opt-in)
-is downloaded by pip with ``==`` and no hash, and never cached.
-
-This module also answers ``installed``: the distribution, release, Python and platform of the
-installed ``torch_tensorrt``, read from its ``.dist-info`` (outside pip's build isolation
-where the build runs inside it); and, for an install that no official wheel matches (a source
-build, a container's or JetPack's), a wheel of its own files as its RECORD lists them.
+A locked base is ``pip download``-ed as the exact release (``===``: no ``+cu999`` can win) with
+``--require-hashes``: pip, under its own settings, refuses any other file. The cache is looked
+up by official name and re-checked when read: it saves downloads, it is not trusted. An unlocked
+base (opted in) is fetched with ``==``, never cached. ``installed`` is read outside pip's build
+isolation; an install no official wheel matches gives a wheel of the files its RECORD lists.
 """
 
 from __future__ import annotations
@@ -26,11 +18,12 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Tuple
 
-from packaging.tags import parse_tag
+from packaging.tags import Tag, parse_tag
 from packaging.version import InvalidVersion, Version
 
 from . import PatchError, config
@@ -54,6 +47,11 @@ for name in {config.DISTRIBUTIONS!r}:
         break
 print(json.dumps(found))
 """
+# What pip prints when it reached no index (urllib3's and the resolver's words).
+UNREACHABLE = ("NewConnectionError", "Failed to establish a new connection", "ConnectTimeout",
+               "Temporary failure in name resolution", "Network is unreachable")  # fmt: skip
+# Files an installer writes into the .dist-info, which no wheel holds.
+_INSTALLER_FILES = ("INSTALLER", "REQUESTED", "direct_url.json", "RECORD")
 
 
 @dataclass(frozen=True)
@@ -81,34 +79,23 @@ def usable_cache(cache_dir: Path) -> Path:
     return cache_dir
 
 
-# What pip prints when it reached no index (urllib3's and the resolver's words).
-UNREACHABLE = ("NewConnectionError", "Failed to establish a new connection", "ConnectTimeout",
-               "Temporary failure in name resolution", "Network is unreachable")  # fmt: skip
-
-
 def pip_download(
     request: config.BaseRequest, folder: Path, *, sha256: Optional[str] = None
 ) -> Path:
     """The one wheel pip downloads for ``request`` into the empty ``folder``: the release
-    exactly and this sha256 where given (``--require-hashes``), else what ``==`` picks.
-
-    Raises:
-        PatchError: pip's last lines, when pip fails (no such wheel, no network, no pip).
-    """
+    exactly and this sha256 where given (``--require-hashes``), else what ``==`` picks."""
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
     command += ["--disable-pip-version-check", "--no-input", "--no-cache-dir", "-d", str(folder)]
-    if request.platform:  # pip takes a manylinux tag as itself alone, not the older ones
-        for platform in config.platforms_serving(request.platform):
-            command += ["--platform", platform]
+    # pip takes a manylinux tag as itself alone, not the older ones
+    for platform in config.platforms_serving(request.platform) if request.platform else ():
+        command += ["--platform", platform]
     if request.python:
         command += ["--python-version", request.python, "--implementation", "cp"]
     if sha256 is None:
         command.append(f"{request.distribution}=={request.release}")
     else:
-        requirement = folder / ".requirement.txt"
-        requirement.write_text(
-            f"{request.distribution}==={request.release} --hash=sha256:{sha256}\n"
-        )
+        requirement, pin = folder / ".requirement.txt", f"--hash=sha256:{sha256}"
+        requirement.write_text(f"{request.distribution}==={request.release} {pin}\n")
         command += ["--require-hashes", "-r", str(requirement)]
     try:
         completed = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -131,36 +118,33 @@ def pip_download(
     return wheels[0]
 
 
-def cached_base(request: config.BaseRequest, name: str, sha256: str, cache_dir: Path) -> Path:
-    """The cache's file ``name`` (the official wheel for ``request``), downloaded if missing;
-    a download whose bytes are not ``sha256`` is refused (pip checks it, and so does this)."""
-    path = cache_dir / name
-    if path.is_file():
-        return path
+def downloaded_base(
+    request: config.BaseRequest, cache_dir: Path, *, sha256: Optional[str] = None
+) -> Tuple[bytes, str]:
+    """(bytes, file name) of the wheel pip downloads for ``request``, by a temporary folder."""
     with tempfile.TemporaryDirectory(dir=usable_cache(cache_dir), prefix=".download-") as folder:
         downloaded = pip_download(request, Path(folder), sha256=sha256)
-        data = config.read_file(downloaded, what="the downloaded wheel")
-        if downloaded.name != name:
-            raise PatchError(f"pip downloaded {downloaded.name}, not {name}; report this")
-        config.write_atomically(path, data)
-    logger.info("fetched %s", name)
-    return path
-
-
-def unlocked_base(request: config.BaseRequest, cache_dir: Path) -> Tuple[bytes, str]:
-    """(bytes, file name) of the wheel pip picks for a request the lock does not know."""
-    with tempfile.TemporaryDirectory(dir=usable_cache(cache_dir), prefix=".download-") as folder:
-        downloaded = pip_download(request, Path(folder))
         return config.read_file(downloaded, what="the downloaded wheel"), downloaded.name
 
 
+def cached_base(request: config.BaseRequest, name: str, sha256: str, cache_dir: Path) -> Path:
+    """The cache's file ``name`` (the official wheel for ``request``), downloaded if missing
+    (pip refuses bytes that are not ``sha256``; the reader checks them against the lock)."""
+    path = cache_dir / name
+    if not path.is_file():
+        data, downloaded = downloaded_base(request, cache_dir, sha256=sha256)
+        if downloaded != name:
+            raise PatchError(f"pip downloaded {downloaded}, not {name}; report this")
+        config.write_atomically(path, data)
+        logger.info("fetched %s", name)
+    return path
+
+
 def find_installed() -> Installed:
-    """The installed distribution of ``torch_tensorrt`` (either of :data:`~.config.DISTRIBUTIONS`),
-    looked up outside pip's build isolation where the build runs inside it."""
-    environ = dict(os.environ)
-    if any(environ.get(name) for name in ("PIP_BUILD_TRACKER", "PIP_REQ_TRACKER")):
-        for hidden in ("PYTHONPATH", "PYTHONNOUSERSITE", "PYTHONHOME"):  # pip's isolation
-            environ.pop(hidden, None)
+    """The installed ``torch_tensorrt`` (either distribution), outside pip's build isolation."""
+    isolated = any(os.environ.get(name) for name in ("PIP_BUILD_TRACKER", "PIP_REQ_TRACKER"))
+    hidden = ("PYTHONPATH", "PYTHONNOUSERSITE", "PYTHONHOME") if isolated else ()  # pip's isolation
+    environ = {name: value for name, value in os.environ.items() if name not in hidden}
     try:
         completed = subprocess.run([sys.executable, "-c", _QUERY], env=environ,
                                    capture_output=True, text=True, check=True)  # fmt: skip
@@ -171,8 +155,7 @@ def find_installed() -> Installed:
     if not found:
         raise PatchError(
             f"'{config.INSTALLED}' asks for the installed {DISTRIBUTION}, and this Python has "
-            "none; "
-            "install it, or give the release (TORCHTRT_BASE_VERSION or --release)"
+            "none; install it, or give the release (TORCHTRT_BASE_VERSION or --release)"
         )
     if len(found) > 1:
         raise PatchError(
@@ -184,55 +167,35 @@ def find_installed() -> Installed:
 
 def installed_request(installed: Optional[Installed] = None) -> config.BaseRequest:
     """The release, platform and Python of the installed ``torch_tensorrt`` (a patched
-    wheel stands for its base; a source build's ``2.10.0a0+abc1234`` is its own release).
-
-    Raises:
-        PatchError: If none is installed, or it has no CPython tag.
-    """
+    wheel stands for its base; a source build's ``2.10.0a0+abc1234`` is its own release)."""
     installed = installed or find_installed()
     version = installed.version
-    try:
-        parsed = Version(version)
-    except InvalidVersion:
-        parsed = None
-    if parsed is None or str(parsed) != version or len(parsed.release) != 3:
+    known = False  # a canonical release of three parts, such as 2.10.0a0+abc1234
+    with suppress(InvalidVersion):
+        known = str(Version(version)) == version and len(Version(version).release) == 3
+    if not known:
         raise PatchError(
             f"the installed {DISTRIBUTION} {version!r} is not a release the build knows; "
             "give the release (TORCHTRT_BASE_VERSION or --release) instead"
         )
-    found: List[Tuple[str, str]] = []
+    tags: List[Tag] = []
     for value in header_values(installed.wheel_text.encode("utf-8"), "Tag"):
-        try:
-            tags = sorted(parse_tag(value), key=str)
-        except ValueError:
-            continue
-        found += [
-            (t.interpreter, t.platform)
-            for t in tags
-            if t.interpreter[:3] == "cp3" and t.interpreter[3:].isdigit()
-        ]
+        with suppress(ValueError):  # a Tag line that is not a tag
+            tags += sorted(parse_tag(value), key=str)
+    found = [t for t in tags if t.interpreter[:3] == "cp3" and t.interpreter[3:].isdigit()]
     if not found:
         raise PatchError(
             f"the installed {DISTRIBUTION} has no CPython tag in its WHEEL file (not installed "
             "from a wheel?); give the release, platform and Python instead"
         )
-    release = split_label(version)[0]
-    return config.BaseRequest(release, found[0][1], f"3.{found[0][0][3:]}", installed.distribution)
-
-
-# Files an installer writes into the .dist-info, which no wheel holds.
-_INSTALLER_FILES = ("INSTALLER", "REQUESTED", "direct_url.json", "RECORD")
+    release, python = split_label(version)[0], f"3.{found[0].interpreter[3:]}"
+    return config.BaseRequest(release, found[0].platform, python, installed.distribution)
 
 
 def local_install_wheel(installed: Installed, request: config.BaseRequest) -> Tuple[bytes, str]:
-    """(bytes, file name) of a wheel of the installed distribution's own files, as its RECORD
-    lists them, each checked against its RECORD hash and size: the base for an install that
-    no official wheel matches (a source build, a container's or JetPack's build). Files
-    outside the install folder (scripts) and the installer's own files are left out.
-
-    Raises:
-        PatchError: One line, if a file differs from its RECORD row or is missing.
-    """
+    """(bytes, file name) of a wheel of the installed distribution's own files as its RECORD
+    lists them (not scripts, bytecode or the installer's files), each checked against its row:
+    the base for an install that no official wheel matches."""
     dist_info = installed.root / installed.dist_info
     what = f"the installed {installed.distribution} {installed.version} ({dist_info})"
     if not installed.dist_info:
@@ -241,7 +204,7 @@ def local_install_wheel(installed: Installed, request: config.BaseRequest) -> Tu
         rows = list(csv.reader(io.StringIO((dist_info / "RECORD").read_text("utf-8"))))
     except (OSError, UnicodeDecodeError, csv.Error) as error:
         raise PatchError(f"{what}: its RECORD cannot be read ({error}); reinstall it") from None
-    members: List[Tuple[str, bytes, int]] = []
+    members: List[Tuple[str, bytes, int]] = []  # (path, bytes, mode)
     problems: List[str] = []
     for row in filter(None, rows):
         path = row[0] if len(row) == 3 else ""
@@ -266,9 +229,7 @@ def local_install_wheel(installed: Installed, request: config.BaseRequest) -> Tu
             "installed with, so the build cannot patch them; reinstall it first"
         )
     python = f"cp{str(request.python).replace('.', '')}"
-    filename = (
-        f"{installed.dist_info[: -len('.dist-info')]}-{python}-{python}-{request.platform}.whl"
-    )
+    stem = installed.dist_info.removesuffix(".dist-info")
     record = f"{installed.dist_info}/RECORD"
     rows_out = [(p, record_hash(d), str(len(d))) for p, d, _ in members] + [(record, "", "")]
     members.append((record, record_text(rows_out), 0o644))
@@ -278,4 +239,4 @@ def local_install_wheel(installed: Installed, request: config.BaseRequest) -> Tu
             info = zipfile.ZipInfo(path, (1980, 1, 1, 0, 0, 0))
             info.external_attr, info.compress_type = mode << 16, zipfile.ZIP_DEFLATED
             archive.writestr(info, data)
-    return out.getvalue(), filename
+    return out.getvalue(), f"{stem}-{python}-{python}-{request.platform}.whl"

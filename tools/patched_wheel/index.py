@@ -1,17 +1,9 @@
 """A PEP 503 simple index of the verified wheels in a folder, so that pip and uv install them.
 
-``index DIR`` (and ``matrix --out DIR``) writes ``DIR/simple/index.html`` (the projects) and
-``DIR/simple/<project>/index.html`` (one page per distribution, its wheels). Each link
-carries the wheel's ``#sha256=``, which pip and uv check after the download, and its
-``data-requires-python``, from METADATA, so an installer skips a wheel its Python cannot use.
-Links are relative (``../../<wheel>``): the folder works from disk or behind a static host.
-
-Each wheel is read once; that one byte string is verified (:func:`~.verify.verify_bytes`),
-and its sha256 and ``Requires-Python`` are taken from it, so no file swapped between reads
-can reach a page. Only verified wheels are listed; any other (another project, an unpatched
-or development build, a tampered file) is refused, one line each, and nothing is written.
-The folders are created and written without following a symlink out of ``DIR``; pages are
-written under a temporary name and renamed, so a host never serves half a page.
+A page per project, each link relative (the folder works from disk or a static host) with
+``#sha256=`` and ``data-requires-python``. Each wheel is read once and those bytes verified,
+hashed and read, so no file swapped between reads reaches a page; a wheel not verified is
+refused and nothing is written. No symlinked folder is followed; pages are renamed into place.
 """
 
 from __future__ import annotations
@@ -23,12 +15,11 @@ import logging
 import os
 import stat
 import zipfile
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 from urllib.parse import quote
-
-from packaging.utils import canonicalize_name
 
 from . import PatchError, config
 from .wheel import header_values, parse_wheel_name
@@ -36,8 +27,6 @@ from .wheel import header_values, parse_wheel_name
 logger = logging.getLogger(__name__)
 
 INDEX_DIR_NAME = "simple"
-# Why a wheel (its bytes and file name) may not be listed, in one line; None: it may.
-ListingCheck = Callable[[bytes, str], Optional[str]]
 
 _PAGE = """\
 <!DOCTYPE html>
@@ -62,10 +51,6 @@ class IndexedWheel:
     sha256: str
     requires_python: Optional[str]
 
-    @property
-    def project(self) -> str:
-        return str(parse_wheel_name(self.filename).name)
-
 
 def _page(title: str, links: Sequence[str]) -> str:
     body = "\n".join(f"    {link}<br>" for link in links)
@@ -73,60 +58,35 @@ def _page(title: str, links: Sequence[str]) -> str:
 
 
 def index_pages(wheels: Sequence[IndexedWheel]) -> Dict[str, str]:
-    """The pages, by path relative to the index folder: ``index.html`` lists the projects,
-    ``<project>/index.html`` a project's wheels in name order, linked two folders up."""
+    """The pages by path in the index folder: ``index.html`` (the projects) and
+    ``<project>/index.html`` (a project's wheels in name order, linked two folders up)."""
     by_project: Dict[str, List[str]] = {}
     for wheel in sorted(wheels, key=lambda w: w.filename):
         href = html.escape(f"../../{quote(wheel.filename)}#sha256={wheel.sha256}")
         requires = wheel.requires_python
         attribute = f' data-requires-python="{html.escape(requires)}"' if requires else ""
         link = f'<a href="{href}"{attribute}>{html.escape(wheel.filename)}</a>'
-        by_project.setdefault(wheel.project, []).append(link)
-    pages = {
-        f"{p}/index.html": _page(f"Links for {p}", links) for p, links in sorted(by_project.items())
-    }
+        by_project.setdefault(parse_wheel_name(wheel.filename).name, []).append(link)
+    pages = {f"{p}/index.html": _page(f"Links for {p}", by_project[p]) for p in sorted(by_project)}
     projects = [
         f'<a href="{html.escape(quote(p))}/">{html.escape(p)}</a>' for p in sorted(by_project)
     ]
-    pages["index.html"] = _page("Simple index", projects)
-    return pages
+    return {**pages, "index.html": _page("Simple index", projects)}
 
 
 def indexed_wheel(data: bytes, filename: str) -> IndexedWheel:
     """The index's entry of a wheel from its bytes (the ones the check judged)."""
-    name = parse_wheel_name(filename)
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        info = archive.getinfo(f"{name.dist_info}/METADATA")
-        with archive.open(info) as stream:
-            metadata = stream.read(1 << 20)
-    requires = header_values(metadata, "Requires-Python")
+        with archive.open(f"{parse_wheel_name(filename).dist_info}/METADATA") as stream:
+            requires = header_values(stream.read(1 << 20), "Requires-Python")
     return IndexedWheel(
         filename, hashlib.sha256(data).hexdigest(), requires[0] if requires else None
     )
 
 
-def _real_folder(folder: Path, top: Path) -> None:
-    """Create ``folder`` inside ``top`` (each part a real folder, never a symlink)."""
-    for part in reversed([p for p in [folder, *folder.parents] if top in p.parents]):
-        try:
-            os.mkdir(part)
-        except FileExistsError:
-            pass
-        if not stat.S_ISDIR(os.lstat(part).st_mode):
-            raise PatchError(
-                f"{str(part)!r} is a symlink or not a folder; the index writes only inside "
-                f"{str(top)!r}: remove it and index again"
-            )
-
-
-def write_simple_index(wheel_dir: Path, *, check: ListingCheck) -> Path:
-    """Write the simple index of the ``*.whl`` files directly in ``wheel_dir`` (hidden ones,
-    such as the build's temporary files, left out) into ``wheel_dir/simple``.
-
-    Raises:
-        PatchError: If ``wheel_dir`` holds no wheel, or any that may not be listed (then
-            nothing is written), or a folder of the index is a symlink.
-    """
+def write_simple_index(wheel_dir: Path, *, check: Callable[[bytes, str], Optional[str]]) -> Path:
+    """Index the ``*.whl`` files directly in ``wheel_dir`` (not hidden ones: the build's
+    temporary files) into ``wheel_dir/simple``; ``check`` says why a wheel may not be listed."""
     wheel_dir = Path(wheel_dir)
     if not wheel_dir.is_dir():
         raise PatchError(f"{str(wheel_dir)!r} is not a folder; give the folder of the wheels")
@@ -139,12 +99,10 @@ def write_simple_index(wheel_dir: Path, *, check: ListingCheck) -> Path:
     listed, problems = [], []
     for path in paths:
         try:
-            project = parse_wheel_name(path.name).name
-            if project not in map(canonicalize_name, config.DISTRIBUTIONS):
+            if parse_wheel_name(path.name).name not in config.DISTRIBUTIONS:
                 raise PatchError(
                     f"{path.name}: not a {config.DISTRIBUTIONS[0]} wheel; the index lists only "
-                    "this "
-                    "repository's patched wheels, move it out of the folder"
+                    "this repository's patched wheels, move it out of the folder"
                 )
             data = config.read_file(path, what="the wheel", cap=config.MAX_WHEEL_BYTES)
             problem = check(data, path.name)
@@ -162,12 +120,18 @@ def write_simple_index(wheel_dir: Path, *, check: ListingCheck) -> Path:
         )
     if problems:
         raise PatchError(problems[0])
-    index_dir = wheel_dir / INDEX_DIR_NAME
-    pages = index_pages(listed)
+    index_dir, pages = wheel_dir / INDEX_DIR_NAME, index_pages(listed)
     # The project list last, so that it never links a page not yet written.
     for relative in sorted(pages, key=lambda name: name == "index.html"):
         page = index_dir / relative
-        _real_folder(page.parent, wheel_dir)
+        for folder in (index_dir, page.parent):  # each a real folder, never a symlink
+            with suppress(FileExistsError):
+                os.mkdir(folder)
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                raise PatchError(
+                    f"{str(folder)!r} is a symlink or not a folder; the index writes only inside "
+                    f"{str(wheel_dir)!r}: remove it and index again"
+                )
         config.write_text_atomically(page, pages[relative])
     logger.info("indexed %d wheels in %s", len(paths), index_dir)
     return index_dir

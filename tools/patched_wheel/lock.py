@@ -1,11 +1,9 @@
 """The lock of the official wheels: the sha256 of each wheel on PyPI, and the base it pins.
 
-The lock (:data:`~.config.LOCK_FILE`) maps each official wheel's file name, which names its
-distribution, release, Python and platform, to its sha256. It is the build's source of
-trust: a base the lock does not know is refused unless the user opts in, and a release,
-platform and Python the lock knows is accepted only as the very file the lock names.
-:func:`open_base` is the one way from the user's choice to a base wheel: read once, checked
-against the lock, then opened. :func:`refresh_lock` rewrites the lock from fresh downloads.
+The lock maps each official wheel's file name to its sha256: the build's source of trust. A
+base it does not know is refused unless the user opts in; a release, platform and Python it
+knows is accepted only as the very file it names. :func:`open_base` is the one way from the
+user's choice to a base wheel; :func:`refresh_lock` rewrites the lock from fresh downloads.
 """
 
 from __future__ import annotations
@@ -17,21 +15,16 @@ import re
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
-from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.tags import Tag
+from packaging.utils import BuildTag, NormalizedName, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from . import PatchError, config
-from .fetch import (
-    cached_base,
-    find_installed,
-    installed_request,
-    local_install_wheel,
-    pip_download,
-    unlocked_base,
-)
+from . import PatchError, config, fetch
+from .fetch import pip_download  # by name, so that a test can replace it
 from .wheel import BaseWheel, is_wheel_filename
 
 logger = logging.getLogger(__name__)
@@ -48,23 +41,24 @@ class Lock:
 
     wheels: Mapping[str, str]
 
+    @cached_property
+    def _parsed(self) -> List[Tuple[str, Tuple[NormalizedName, Version, BuildTag, FrozenSet[Tag]]]]:
+        return [(name, parse_wheel_filename(name)) for name in sorted(self.wheels)]
+
+    def _of(self, distribution: str) -> List[Tuple[str, Version, FrozenSet[Tag]]]:
+        """(file name, release, tags) of each locked wheel of ``distribution``, by name."""
+        project = canonicalize_name(distribution)
+        return [(name, p[1], p[3]) for name, p in self._parsed if p[0] == project]
+
     def official_name(self, request: config.BaseRequest) -> Optional[str]:
         """The file name of the locked wheel serving ``request`` (the first in sorted order)."""
-        wanted = request.acceptable_tags()
-        for name in sorted(self.wheels):
-            if _serves(name, request.distribution, Version(request.release)):
-                if parse_wheel_filename(name)[3] & wanted:
-                    return name
-        return None
+        wanted, version = request.acceptable_tags(), Version(request.release)
+        found = self._of(request.distribution)
+        return next((n for n, v, tags in found if v == version and tags & wanted), None)
 
     def check(self, filename: str, sha256: str, *, unlocked: bool) -> None:
-        """Accept the base ``filename`` with bytes of ``sha256``, or raise.
-
-        Raises:
-            PatchError: When the sha256 differs from the lock's; when the lock knows the
-                release, platform and Python under another file name; when the lock does not
-                know the base and ``unlocked`` is false.
-        """
+        """Accept the base ``filename`` with bytes of ``sha256``, or refuse it (another sha256
+        than the lock's, another file than the lock's, a file it lacks unless ``unlocked``)."""
         expected = self.wheels.get(filename)
         if expected is not None:
             if sha256 != expected:
@@ -74,14 +68,7 @@ class Lock:
                 )
             return
         name, version, _, tags = parse_wheel_filename(filename)
-        known = next(
-            (
-                n
-                for n in sorted(self.wheels)
-                if _serves(n, name, version) and parse_wheel_filename(n)[3] & tags
-            ),
-            None,
-        )
+        known = next((n for n, v, t in self._of(name) if v == version and t & tags), None)
         if known is not None:
             raise PatchError(
                 f"{filename}: the lock knows this release, platform and Python as {known}, and "
@@ -93,8 +80,7 @@ class Lock:
                 f"{filename} is not in the lock of official wheels, so the build cannot check "
                 f"that it is the official file; choose a supported release "
                 f"({config.supported_releases_text()}) or, for a wheel you trust from another "
-                "index "
-                f"(such as a CUDA variant 2.x.y+cu128), {config.UNLOCKED_OPT_IN}"
+                f"index (such as a CUDA variant 2.x.y+cu128), {config.UNLOCKED_OPT_IN}"
             )
         logger.warning(
             "%s is not in the lock of official wheels; building it unchecked, as asked "
@@ -102,69 +88,50 @@ class Lock:
             filename,
         )
 
-    def newest(self, distribution: str) -> Optional[Version]:
-        """The newest release of ``distribution`` the lock holds wheels of."""
-        project = canonicalize_name(distribution)
-        found = (parse_wheel_filename(name)[:2] for name in self.wheels)
-        return max((version for name, version in found if name == project), default=None)
-
     def unknown_request(self, request: config.BaseRequest) -> str:
         """Why the lock has no wheel for ``request``, and what it has instead (one line),
         told before any network."""
-        tags = [
-            tag
-            for name in self.wheels
-            if _serves(name, request.distribution, Version(request.release))
-            for tag in parse_wheel_filename(name)[3]
-        ]
-        version, supported = Version(request.release), config.RELEASES[request.distribution]
-        if not tags and version < Version(supported[0]):
+        what, version = f"{request.distribution} {request.release}", Version(request.release)
+        found = self._of(request.distribution)
+        tags = [tag for _, v, locked in found if v == version for tag in locked]
+        first = config.RELEASES[request.distribution][0]
+        supported = config.supported_releases_text(request.distribution)
+        if not tags and version < Version(first):
             return (
-                f"{request.distribution} {request.release} is older than {supported[0]}, the "
-                "first release the lock holds and a fix applies to, so it cannot be patched; "
-                "supported base releases are "
-                f"{config.supported_releases_text(request.distribution)}"
+                f"{what} is older than {first}, the first release the lock holds and a fix "
+                f"applies to, so it cannot be patched; supported base releases are {supported}"
             )
         if not tags and version.local is not None:
             return (
-                f"{request.distribution} {request.release} is a variant that the lock of "
-                "official wheels does not know (it holds PyPI's wheels only); for a wheel you "
-                f"trust from another index, {config.UNLOCKED_OPT_IN}"
+                f"{what} is a variant that the lock of official wheels does not know (it holds "
+                f"PyPI's wheels only); for a wheel you trust from another index, "
+                f"{config.UNLOCKED_OPT_IN}"
             )
         if not tags:
+            newest = max((v for _, v, _ in found), default=None)
             return (
-                f"{request.distribution} {request.release} is not a supported base release; "
-                "supported base releases are "
-                f"{config.supported_releases_text(request.distribution)} "
-                f"({self.newest(request.distribution)} is the newest the lock knows; if upstream "
-                f"has released {request.release}, a maintainer adds it with 'python "
-                f"tools/patched_wheel lock --release {request.release} --distribution "
-                f"{request.distribution}')"
+                f"{what} is not a supported base release; supported base releases are {supported} "
+                f"({newest} is the newest the lock knows; if upstream has released "
+                f"{request.release}, a maintainer adds it with 'python tools/patched_wheel lock "
+                f"--release {request.release} --distribution {request.distribution}')"
             )
         served = set(config.platforms_serving(request.platform))
-        platforms = sorted({tag.platform for tag in tags})
-        if not served & set(platforms):
+        platforms = {tag.platform for tag in tags}
+        if not served & platforms:
             asked = repr(request.platform) if request.platform else "this platform"
             return (
-                f"the official wheels of {request.distribution} {request.release} are not built"
-                f" for {asked}; their platforms are {', '.join(platforms)}: set "
-                "TORCHTRT_BASE_PLATFORM (or --platform) to one of them"
+                f"the official wheels of {what} are not built for {asked}; their platforms are "
+                f"{', '.join(sorted(platforms))}: set TORCHTRT_BASE_PLATFORM (or --platform) to "
+                "one of them"
             )
-        pythons = sorted(
-            {f"3.{t.interpreter[3:]}" for t in tags if t.platform in served}, key=config.python_key
-        )
+        pythons = {f"3.{tag.interpreter[3:]}" for tag in tags if tag.platform in served}
         asked = f"Python {request.python}" if request.python else "this Python"
         return (
-            f"the official wheels of {request.distribution} {request.release} are not built for "
-            f"{asked} on {request.platform or 'this platform'}; their Pythons there are "
-            f"{', '.join(pythons)}: set TORCHTRT_BASE_PYTHON (or --python) to one of them"
+            f"the official wheels of {what} are not built for {asked} on "
+            f"{request.platform or 'this platform'}; their Pythons there are "
+            f"{', '.join(sorted(pythons, key=config.python_key))}: set TORCHTRT_BASE_PYTHON (or "
+            "--python) to one of them"
         )
-
-
-def _serves(name: str, distribution: str, version: Version) -> bool:
-    """Whether the locked file ``name`` is of this distribution and release."""
-    project, locked_version, _, _ = parse_wheel_filename(name)
-    return project == canonicalize_name(distribution) and locked_version == version
 
 
 def load_lock(path: Path = config.LOCK_FILE) -> Lock:
@@ -185,19 +152,17 @@ def load_lock(path: Path = config.LOCK_FILE) -> Lock:
 def open_base(
     choice: config.BaseChoice, *, lock: Lock, cache_dir: Path = config.DEFAULT_CACHE_DIR
 ) -> BaseWheel:
-    """The base the user chose (a wheel file, a release fetched into the cache, or an install
-    no official wheel matches, made from its own files), read once, checked against the lock
-    (or, unlocked or a local install, against its own RECORD), then opened."""
+    """The base the user chose (a wheel file, a release fetched into the cache, or a local
+    install's own files), read once, checked against the lock or its RECORD, then opened."""
     request, local_install = choice.request, False
     if choice.wheel is not None:
         data, filename = config.read_file(choice.wheel, what=choice.wheel_source), choice.wheel.name
     else:
-        installed = find_installed() if request.release == config.INSTALLED else None
-        if installed is not None:
-            request = installed_request(installed)
+        installed = fetch.find_installed() if request.release == config.INSTALLED else None
+        request = request if installed is None else fetch.installed_request(installed)
         name = lock.official_name(request)
         if installed is not None and name is None and not choice.unlocked:
-            data, filename = local_install_wheel(installed, request)
+            data, filename = fetch.local_install_wheel(installed, request)
             local_install = True
             logger.warning(
                 "%s is a local install that no official wheel matches: the patched wheel is "
@@ -205,10 +170,10 @@ def open_base(
                 filename,
             )
         elif name is not None:
-            path = cached_base(request, name, lock.wheels[name], cache_dir)
+            path = fetch.cached_base(request, name, lock.wheels[name], cache_dir)
             data, filename = config.read_file(path, what="the cached base wheel"), name
         elif choice.unlocked:
-            data, filename = unlocked_base(request, cache_dir)
+            data, filename = fetch.downloaded_base(request, cache_dir)
         else:
             raise PatchError(lock.unknown_request(request))
     if not is_wheel_filename(filename):
@@ -232,44 +197,37 @@ def refresh_lock(
     requests: Sequence[config.BaseRequest], *, path: Path = config.LOCK_FILE, jobs: int = 4
 ) -> Lock:
     """Record the sha256 of a fresh download of every requested official wheel pip finds
-    (pip checks each against the index's listed hash); entries of other releases are kept.
-    Only when every request was answered is the lock written.
-
-    Raises:
-        PatchError: If any download failed otherwise than "no such wheel", or the index has
-            no wheel at all of a requested release; the lock is unchanged.
-    """
+    (pip checks each against the index's hash), keeping the other (distribution, release)
+    entries; written only when every request was answered (else one error, lock unchanged)."""
     old = load_lock(path) if path.exists() else Lock({})
-
     offered: List[Version] = []  # the releases pip says the index has, where it says so
 
-    def fetch(request: config.BaseRequest) -> Tuple[Optional[Tuple[str, str]], str]:
+    def download(request: config.BaseRequest) -> Tuple[str, str]:
+        """(file name, sha256); ("", why) if pip failed otherwise than "no such wheel"."""
         with tempfile.TemporaryDirectory(prefix="patched-wheel-lock-") as folder:
             try:
                 wheel = pip_download(request, Path(folder))
             except PatchError as error:
                 if "No matching distribution" not in str(error):  # pip's words for "none"
-                    return None, f"{request.describe()}: {error}"
+                    return "", f"{request.describe()}: {error}"
                 listed = re.search(r"\(from versions: ([^)]*)\)", str(error))
                 texts = listed[1].split(", ") if listed else []
                 offered.extend(Version(t) for t in texts if re.fullmatch(r"[0-9]+(\.[0-9]+)*", t))
-                return None, ""
+                return "", ""
             if parse_wheel_filename(wheel.name)[1] != Version(request.release):
-                return None, ""  # pip's == took a variant: not the release itself
-            digest = hashlib.sha256(
-                config.read_file(wheel, what="the downloaded wheel")
-            ).hexdigest()
-            return (wheel.name, digest), ""
+                return "", ""  # pip's == took a variant: not the release itself
+            data = config.read_file(wheel, what="the downloaded wheel")
+            return wheel.name, hashlib.sha256(data).hexdigest()
 
     wheels: Dict[str, str] = {}
     problems: List[str] = []
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for found, problem in pool.map(fetch, requests):
-            if found is not None:
-                logger.info("%s  %s", found[1], found[0])
-                wheels[found[0]] = found[1]
-            elif problem:
-                problems.append(problem)
+        for name, answer in pool.map(download, requests):
+            if name:
+                logger.info("%s  %s", answer, name)
+                wheels[name] = answer
+            elif answer:
+                problems.append(answer)
     if problems:
         raise PatchError(
             f"{len(problems)} wheel(s) could not be checked, so the lock is left unchanged:\n"
@@ -288,6 +246,8 @@ def refresh_lock(
         logger.info("%d of %d wheels not on the index", len(requests) - len(wheels), len(requests))
     asked = {(canonicalize_name(r.distribution), Version(r.release)) for r in requests}
     kept = {n: d for n, d in old.wheels.items() if parse_wheel_filename(n)[:2] not in asked}
-    document = {"about": _ABOUT, "wheels": dict(sorted({**kept, **wheels}.items()))}
-    config.write_text_atomically(path, json.dumps(document, indent=2) + "\n")
-    return Lock({**kept, **wheels})
+    lock = Lock(dict(sorted({**kept, **wheels}.items())))
+    config.write_text_atomically(
+        path, json.dumps({"about": _ABOUT, "wheels": lock.wheels}, indent=2) + "\n"
+    )
+    return lock

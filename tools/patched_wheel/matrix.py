@@ -1,12 +1,8 @@
 """The release command: patched wheels for every release, platform and Python the lock holds.
 
-The lock lists every official wheel (``lock`` refreshes it from the index), so the matrix is
-the lock's files that serve the requested releases, platforms and Pythons: each is fetched
-into the cache where missing (in parallel, pinned by sha256), patched into one folder with
-one overlay and one origin, a line logged per wheel and a table printed at the end, and
-``supported_matrix.json`` written beside the wheels. With ``update_docs`` it also rewrites the
-committed ``docsrc/_data/supported_matrix.json`` and the README's table between its markers,
-only when every wheel was built, so a failure never leaves a partial table.
+Each locked file serving a request is fetched where missing (threads: the network), then
+patched with one overlay and one origin (forked processes: the splice is Python). ``update_docs``
+rewrites the docs' matrix and the README's table only when every wheel was built.
 """
 
 from __future__ import annotations
@@ -20,7 +16,7 @@ import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -33,6 +29,10 @@ from .splice import overlay_from_bytes
 from .wheel import BaseWheel, parse_wheel_name
 
 logger = logging.getLogger(__name__)
+
+# A locked base to patch: name, request, sha256, its cached path or why it was not fetched,
+# and the overlay, origin and folder shared by every wheel.
+_Work = Tuple[str, config.BaseRequest, str, Optional[Path], Optional[str], bytes, Origin, Path]
 
 START_MARKER = "<!-- supported-matrix:start -->"
 END_MARKER = "<!-- supported-matrix:end -->"
@@ -65,8 +65,7 @@ def requests_for(
     pythons: Sequence[str],
     distributions: Sequence[str] = (config.PROJECT,),
 ) -> List[config.BaseRequest]:
-    """Every combination of distributions, releases (none given: each distribution's
-    supported ones), platforms and Python versions."""
+    """Every combination; no releases: each distribution's supported ones."""
     return [
         config.BaseRequest(r, p, v, d)
         for d in distributions
@@ -92,86 +91,63 @@ def build_matrix(
         if name is not None:
             found.setdefault(name, request)
 
-    def fetch(item: Tuple[str, config.BaseRequest]) -> Tuple[Optional[Path], Optional[str]]:
+    def fetch(name: str) -> Tuple[Optional[Path], Optional[str]]:
         try:
-            return cached_base(item[1], item[0], lock.wheels[item[0]], cache_dir), None
+            return cached_base(found[name], name, lock.wheels[name], cache_dir), None
         except PatchError as error:
             return None, str(error)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        fetched = list(pool.map(fetch, found.items()))
+        fetched = list(pool.map(fetch, found))
 
-    # 2. One overlay and one origin for every wheel; each base read once, checked and patched
-    # in a process per core (the splice is Python, bound by one core each).
+    # 2. Each base read once, checked and patched in a process per core.
     overlay_data = read_overlay(overlay_path or config.DEFAULT_OVERLAY)[1]
     origin = build_origin(overlay_data)
-    work = [
-        (path, name, lock.wheels[name], overlay_data, origin, out_dir)
-        for (name, _), (path, _) in zip(found.items(), fetched)
-    ]
+    shared = (overlay_data, origin, out_dir)
+    work = [(n, r, lock.wheels[n], *f, *shared) for (n, r), f in zip(found.items(), fetched)]
     if sys.platform == "linux":  # forked workers share the loaded tool, however it was loaded
         context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(os.cpu_count() or 1, mp_context=context) as workers:
-            built = list(workers.map(_patch_one, work))
+            entries = list(workers.map(_patch_one, work))
     else:
-        built = [_patch_one(item) for item in work]
-    entries = []
-    for number, ((name, request), (_, error), (patched, failure, seconds, fixes)) in enumerate(
-        zip(found.items(), fetched, built), 1
-    ):
-        error = error or failure
-        entry = MatrixEntry(request.release, str(request.platform), str(request.python), name,
-                            patched, seconds, error, request.distribution, fixes)  # fmt: skip
-        entries.append(entry)
-        if error is None:
-            logger.info("[%3d/%d] %s (%.2f s)", number, len(found), patched, seconds)
+        entries = [_patch_one(item) for item in work]
+    for number, e in enumerate(entries, 1):
+        if e.error is None:
+            logger.info("[%3d/%d] %s (%.2f s)", number, len(entries), e.patched_wheel, e.seconds)
         else:
-            logger.info("[%3d/%d] FAILED %s: %s", number, len(found), name, error)
+            logger.info("[%3d/%d] FAILED %s: %s", number, len(entries), e.base_wheel, e.error)
     return entries
 
 
-def _patch_one(
-    item: Tuple[Optional[Path], str, str, bytes, Origin, Path],
-) -> Tuple[Optional[str], Optional[str], float, Tuple[str, ...]]:
-    """(patched wheel's name, why it failed, seconds, its fixes) of one cached base (in a
-    worker)."""
-    path, name, sha256, overlay_data, origin, out_dir = item
-    start = time.perf_counter()
+def _patch_one(item: _Work) -> MatrixEntry:
+    """The entry of one locked base (in a worker): its patched wheel, or why there is none."""
+    name, request, sha256, path, error, overlay_data, origin, out_dir = item
+    entry = MatrixEntry(request.release, str(request.platform), str(request.python), name, None,
+                        0.0, error, request.distribution)  # fmt: skip
     if path is None:
-        return None, None, 0.0, ()
+        return entry
+    start = time.perf_counter()
     try:
         data = config.read_file(path, what="the cached base wheel")
         Lock({name: sha256}).check(name, hashlib.sha256(data).hexdigest(), unlocked=False)
         overlay = overlay_from_bytes(overlay_data, "the overlay")
         wheel = patch_wheel(BaseWheel(data, name), overlay, origin=origin)
         config.write_atomically(out_dir / wheel.filename, wheel.data)
-        return wheel.filename, None, time.perf_counter() - start, wheel.record.fixes
-    except PatchError as error:
-        return None, str(error), time.perf_counter() - start, ()
-
-
-def _release_key(release: str) -> Tuple[int, ...]:
-    return tuple(int(part) for part in release.split("+")[0].split("."))
-
-
-def _built_label(entries: Sequence[MatrixEntry]) -> Optional[str]:
-    """The label the built wheels carry (one overlay built them all), ``None`` if none was."""
-    labels = {
-        split_label(parse_wheel_name(entry.patched_wheel).written_version)[1]
-        for entry in entries
-        if entry.patched_wheel is not None
-    }
-    return labels.pop() if len(labels) == 1 else None
+        patched, fixes = wheel.filename, wheel.record.fixes
+    except PatchError as failure:
+        patched, fixes, error = None, (), str(failure)
+    seconds = time.perf_counter() - start
+    return replace(entry, patched_wheel=patched, seconds=seconds, error=error, fixes=fixes)
 
 
 def _rows(entries: Sequence[MatrixEntry]) -> List[List[MatrixEntry]]:
-    """The entries of each distribution and release (a row of the tables), in the order of
-    the distributions, then of the releases; in a row, by platform and Python."""
+    """The entries of each distribution and release (a row of the tables), in order."""
     rows: Dict[Tuple[str, str], List[MatrixEntry]] = {}
 
     def place(e: MatrixEntry) -> Tuple[int, Tuple[int, ...], str, Tuple[int, ...]]:
         distribution = config.DISTRIBUTIONS.index(e.distribution)
-        return distribution, _release_key(e.release), e.platform, config.python_key(e.python)
+        release = tuple(int(part) for part in e.release.split("+")[0].split("."))
+        return distribution, release, e.platform, config.python_key(e.python)
 
     for entry in sorted(entries, key=place):
         rows.setdefault((entry.distribution, entry.release), []).append(entry)
@@ -179,8 +155,7 @@ def _rows(entries: Sequence[MatrixEntry]) -> List[List[MatrixEntry]]:
 
 
 def _fixes(row: Sequence[MatrixEntry]) -> List[str]:
-    """The fixes the built wheels of a row carry (one upstream module per release, so one
-    set), in the order of :data:`~.config.FIX_NAMES`."""
+    """The fixes a row's wheels carry (one upstream module per release, so one set)."""
     carried = {fix for entry in row for fix in entry.fixes}
     return [fix for fix in config.FIX_NAMES if fix in carried]
 
@@ -188,9 +163,8 @@ def _fixes(row: Sequence[MatrixEntry]) -> List[str]:
 def matrix_document(
     entries: Sequence[MatrixEntry], *, command: str = UPDATE_DOCS_COMMAND
 ) -> Dict[str, object]:
-    """The JSON document of the matrix: per distribution and release, the fixes and the
-    patched wheel of each base, the label those wheels carry (read from their names, so it
-    is the overlay that built them), and the command that made it."""
+    """The matrix as JSON: per release its fixes and wheels, the label the wheels carry (read
+    from their names: the overlay that built them), and the command that made it."""
     releases = []
     for row in _rows(entries):
         wheels: List[Dict[str, object]] = []
@@ -201,17 +175,18 @@ def matrix_document(
             wheels.append(wheel if entry.error is None else {**wheel, "error": entry.error})
         releases.append({"distribution": row[0].distribution, "release": row[0].release,
                          "fixes": _fixes(row), "wheels": wheels})  # fmt: skip
+    built = [parse_wheel_name(e.patched_wheel) for e in entries if e.patched_wheel is not None]
+    labels = {split_label(name.written_version)[1] for name in built}
     return {
         "about": "Patched torch_tensorrt wheels the build makes from the official ones. "
         f"Generated by: {command}",
-        "local_label": _built_label(entries),
+        "local_label": labels.pop() if len(labels) == 1 else None,
         "releases": releases,
     }
 
 
 def readme_table(entries: Sequence[MatrixEntry]) -> str:
-    """A Markdown table: a row per distribution and release, the fixes its wheels carry and
-    the Python versions built for each platform."""
+    """A Markdown table: per release its fixes and the Pythons built for each platform."""
     platforms = sorted({e.platform for e in entries}, key=list(PLATFORM_TITLES).index)
     header = ["Distribution", "Base release", "Fixes"]
     header += [PLATFORM_TITLES.get(p, p) for p in platforms]
@@ -229,23 +204,17 @@ def summary(entries: Sequence[MatrixEntry]) -> str:
     """The table printed at the end of a run: counts, time and fixes per release."""
     lines = [f"{'release':<24} {'built':>5} {'failed':>6} {'seconds':>8} fixes"]
     for row in _rows(entries):
-        failed = sum(e.error is not None for e in row)
-        seconds = sum(e.seconds for e in row)
+        failed, seconds = sum(e.error is not None for e in row), sum(e.seconds for e in row)
         name, fixes = f"{row[0].distribution} {row[0].release}", ", ".join(_fixes(row)) or "-"
         lines.append(f"{name:<24} {len(row) - failed:>5} {failed:>6} {seconds:>8.1f} {fixes}")
-    failed = sum(e.error is not None for e in entries)
-    total = sum(e.seconds for e in entries)
+    failed, total = sum(e.error is not None for e in entries), sum(e.seconds for e in entries)
     lines.append(f"{'total':<24} {len(entries) - failed:>5} {failed:>6} {total:>8.1f}")
     return "\n".join(lines)
 
 
 def update_docs(entries: Sequence[MatrixEntry], *, docs_matrix: Path, readme: Path) -> None:
-    """Write the committed matrix JSON and the README's table between its markers.
-
-    Raises:
-        PatchError: If any entry failed (a partial table is never written), or the README
-            lacks the markers; nothing is written then.
-    """
+    """Write the committed matrix JSON and the README's table between its markers (nothing if
+    a wheel failed or a marker is missing)."""
     failed = [entry.base_wheel for entry in entries if entry.error is not None]
     if failed or not entries:
         raise PatchError(
