@@ -70,7 +70,11 @@ def load_overlay() -> ModuleType:
         raise SystemExit(f"error: cannot import the overlay {str(OVERLAY)!r}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[OVERLAY_MODULE_NAME] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:  # a failed import is not kept for the next caller
+        del sys.modules[OVERLAY_MODULE_NAME]
+        raise
     return module
 
 

@@ -9,8 +9,9 @@ from typing import Dict, Tuple
 import pytest
 from helpers import make_wheel, release_repo, write_lock
 from patched_wheel.config import SUPPORTED_RELEASES, VARIABLES
-from patched_wheel.splice import load_overlay
 from wheel_helpers import fetch
+
+from benchmarks.harness import load_overlay
 
 
 @pytest.fixture(autouse=True)

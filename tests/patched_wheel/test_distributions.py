@@ -283,6 +283,28 @@ def test_refreshing_one_distribution_keeps_the_others_wheels_of_that_release(
     assert refreshed.wheels[fresh.name] == hashlib.sha256(fresh.read_bytes()).hexdigest()
 
 
+def test_refreshing_one_platform_keeps_the_releases_other_platforms(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import patched_wheel.lock as lock_module
+
+    linux = make_wheel(tmp_path / "linux", tag="cp311-cp311-manylinux_2_28_x86_64")
+    windows = make_wheel(tmp_path / "windows", tag="cp311-cp311-win_amd64")
+    fresh = make_wheel(tmp_path / "index", {"torch_tensorrt/new.py": b""})  # a new upload
+
+    def download(request: BaseRequest, folder: Path, **_: object) -> Path:
+        assert request.platform == "manylinux_2_28_x86_64"  # only the platform asked for
+        return Path(shutil.copy(fresh, folder))
+
+    monkeypatch.setattr(lock_module, "pip_download", download)
+    path = write_lock(tmp_path / "lock.json", linux, windows)
+    lock_module.refresh_lock([BaseRequest("2.99.0", "manylinux_2_28_x86_64", "3.11")], path=path)
+    wheels = load_lock(path).wheels
+    assert set(wheels) == {linux.name, windows.name}  # the Windows wheel of 2.99.0 kept
+    assert wheels[linux.name] == hashlib.sha256(fresh.read_bytes()).hexdigest()
+    assert wheels[windows.name] == hashlib.sha256(windows.read_bytes()).hexdigest()
+
+
 def test_the_pep_517_build_refuses_a_local_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

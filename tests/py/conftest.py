@@ -1,7 +1,7 @@
 """Fixtures shared by the overlay's tests.
 
 The overlay ``py/torch_tensorrt/dynamo/utils.py`` is loaded from its file under a name of its
-own (``patched_wheel.overlay.load_overlay``), because the real ``torch_tensorrt`` package
+own (``benchmarks.harness.load_overlay``, the benchmarks' loader), because the real ``torch_tensorrt`` package
 (which needs TensorRT) cannot be imported here, and the overlay must run with torch alone.
 """
 
@@ -11,7 +11,8 @@ from types import ModuleType
 from typing import Iterator
 
 import pytest
-from patched_wheel.splice import load_overlay
+
+from benchmarks.harness import load_overlay
 
 
 @pytest.fixture

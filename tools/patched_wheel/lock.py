@@ -197,8 +197,8 @@ def refresh_lock(
     requests: Sequence[config.BaseRequest], *, path: Path = config.LOCK_FILE, jobs: int = 4
 ) -> Lock:
     """Record the sha256 of a fresh download of every requested official wheel pip finds
-    (pip checks each against the index's hash), keeping the other (distribution, release)
-    entries; written only when every request was answered (else one error, lock unchanged)."""
+    (pip checks each against the index's hash), keeping the entries no request serves; written only when every request was answered (else one error, lock unchanged).
+    """
     old = load_lock(path) if path.exists() else Lock({})
     offered: List[Version] = []  # the releases pip says the index has, where it says so
 
@@ -244,8 +244,14 @@ def refresh_lock(
         )
     if len(wheels) < len(requests):
         logger.info("%d of %d wheels not on the index", len(requests) - len(wheels), len(requests))
-    asked = {(canonicalize_name(r.distribution), Version(r.release)) for r in requests}
-    kept = {n: d for n, d in old.wheels.items() if parse_wheel_filename(n)[:2] not in asked}
+    # An entry is replaced only where a request serves it: `lock --release R --platform P`
+    # keeps R's wheels of the other platforms.
+    asked = [(canonicalize_name(r.distribution), r.release, r.acceptable_tags()) for r in requests]
+    kept = {
+        name: old.wheels[name]
+        for name, (project, version, _, tags) in old._parsed
+        if not any(p == project and Version(v) == version and t & tags for p, v, t in asked)
+    }
     lock = Lock(dict(sorted({**kept, **wheels}.items())))
     config.write_text_atomically(
         path, json.dumps({"about": _ABOUT, "wheels": lock.wheels}, indent=2) + "\n"

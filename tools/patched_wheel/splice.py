@@ -13,15 +13,11 @@ import ast
 import dataclasses
 import functools
 import hashlib
-import importlib.util
 import inspect
 import io
 import re
-import sys
 import threading
 import tokenize
-from pathlib import Path
-from types import ModuleType
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from . import PatchError
@@ -441,25 +437,3 @@ def check_call_sites(
             "supported base release"
         )
     return found
-
-
-# The name the overlay is imported under by tests and benchmarks (not torch_tensorrt's).
-OVERLAY_MODULE_NAME = "torchtrt_fork_overlay_utils"
-
-
-def load_overlay(path: Optional[Path] = None) -> ModuleType:
-    """Import the overlay on its own (it needs torch, not TensorRT), once per process."""
-    if OVERLAY_MODULE_NAME in sys.modules:
-        return sys.modules[OVERLAY_MODULE_NAME]
-    path = path or Path(__file__).resolve().parents[2] / "py/torch_tensorrt/dynamo/utils.py"
-    spec = importlib.util.spec_from_file_location(OVERLAY_MODULE_NAME, path)
-    if spec is None or spec.loader is None:
-        raise PatchError(f"cannot import the overlay {str(path)!r}; check that the file exists")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[OVERLAY_MODULE_NAME] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[OVERLAY_MODULE_NAME]
-        raise
-    return module
