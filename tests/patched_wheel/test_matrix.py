@@ -51,3 +51,15 @@ def test_a_release_the_lock_lacks_is_told_before_any_network(tmp_path: Path) -> 
     assert "set TORCHTRT_BASE_PYTHON" in lock.unknown_request(
         BaseRequest("2.10.0", "manylinux_2_28_x86_64", "3.9")
     )
+
+
+def test_the_install_line_names_the_projects_the_index_holds(tmp_path: Path) -> None:
+    from patched_wheel.__main__ import _install_line
+
+    for project in ("torch-tensorrt-rtx", "torch-tensorrt"):
+        (tmp_path / "simple" / project).mkdir(parents=True)
+        (tmp_path / "simple" / project / "index.html").write_text("")
+        line = _install_line(tmp_path / "simple")
+        if project.endswith("rtx"):
+            assert line.endswith("/simple torch_tensorrt_rtx"), line
+    assert line.endswith("/simple torch_tensorrt (or torch_tensorrt_rtx)"), line

@@ -115,7 +115,11 @@ def _matrix(args: argparse.Namespace) -> None:
 
 
 def _install_line(index_dir: Path) -> str:
-    return f"pip install --extra-index-url {index_dir.resolve().as_uri()} torch_tensorrt"
+    """The pip line for the index's projects (``torch_tensorrt``, or the RTX one it holds)."""
+    pages = sorted(page.parent.name for page in index_dir.glob("*/index.html"))
+    names = [name.replace("-", "_") for name in pages] or ["torch_tensorrt"]
+    others = f" (or {', '.join(names[1:])})" if names[1:] else ""
+    return f"pip install --extra-index-url {index_dir.resolve().as_uri()} {names[0]}{others}"
 
 
 def _index(args: argparse.Namespace) -> None:
