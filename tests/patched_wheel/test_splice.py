@@ -372,3 +372,16 @@ def test_a_source_segment_is_the_one_ast_gives() -> None:
     lines = splice.source_lines(source)
     for node in module.body:
         assert splice.source_segment(lines, node) == ast.get_source_segment(source, node)
+
+
+def test_a_splice_that_changed_a_definition_is_refused() -> None:
+    overlay = parse_overlay("def f(a):\n    return a\n\n\ndef g():\n    pass\n")
+    check_splice(
+        b"import os\n\n\ndef f(a):\n    return a\n\n\ndef g():\n    pass\n", overlay, filename="m"
+    )
+    for spliced in (
+        b"def f(a):\n    return a + 1\n\n\ndef g():\n    pass\n",
+        b"def f(a):\n    return a\n",
+    ):
+        with pytest.raises(PatchError, match="after the splice, (f|g) differs from the overlay's"):
+            check_splice(spliced, overlay, filename="m")

@@ -185,9 +185,10 @@ def open_base(
             f"{filename} is not a wheel of {' or '.join(config.DISTRIBUTIONS)}; give an "
             "official one"
         )
+    sha256 = hashlib.sha256(data).hexdigest()
     if not local_install:
-        lock.check(filename, hashlib.sha256(data).hexdigest(), unlocked=choice.unlocked)
-    base = BaseWheel(data, filename, local_install=local_install)
+        lock.check(filename, sha256, unlocked=choice.unlocked)
+    base = BaseWheel(data, filename, local_install=local_install, sha256=sha256)
     if filename not in lock.wheels:
         base.validate_record()  # an unlocked base: checked by nothing but its own RECORD
     return base

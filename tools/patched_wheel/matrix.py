@@ -131,7 +131,7 @@ def _patch_one(item: _Work) -> MatrixEntry:
         data = config.read_file(path, what="the cached base wheel")
         Lock({name: sha256}).check(name, hashlib.sha256(data).hexdigest(), unlocked=False)
         overlay = overlay_from_bytes(overlay_data, "the overlay")
-        wheel = patch_wheel(BaseWheel(data, name), overlay, origin=origin)
+        wheel = patch_wheel(BaseWheel(data, name, sha256=sha256), overlay, origin=origin)
         config.write_atomically(out_dir / wheel.filename, wheel.data)
         patched, fixes = wheel.filename, wheel.record.fixes
     except PatchError as failure:

@@ -262,7 +262,8 @@ def verify_bytes(
         source = provenance.SourceRevision(revision, False)
         origin = Origin(record.label, source, record.tool_sha256, record.source_date_epoch)
         overlay_parts = overlay_from_bytes(overlay_data, config.OVERLAY_PATH)
-        rebuilt = patch_wheel(BaseWheel(base_data, official), overlay_parts, origin=origin).data
+        base = BaseWheel(base_data, official, sha256=record.base_sha256)  # checked above
+        rebuilt = patch_wheel(base, overlay_parts, origin=origin).data
     else:
         lines.append(f"rebuilt by revision {short}'s own tool, from git history")
         rebuilt = _rebuild_from_history(repository, record, base_wheel)

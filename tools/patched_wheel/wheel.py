@@ -109,11 +109,14 @@ def header_values(data: bytes, key: str) -> List[str]:
 class BaseWheel:
     """An official wheel opened from its bytes: its entries, its members' bytes on demand."""
 
-    def __init__(self, data: bytes, filename: str, *, local_install: bool = False) -> None:
+    def __init__(
+        self, data: bytes, filename: str, *, local_install: bool = False, sha256: str = ""
+    ) -> None:
+        """``sha256``: of ``data``, where the caller has pinned it already (hashed once)."""
         self.name = parse_wheel_name(filename)
         self.filename, self.dist_info = filename, self.name.dist_info
         self.local_install = local_install  # made from an install's files, not an official file
-        self.data, self.sha256 = data, hashlib.sha256(data).hexdigest()
+        self.data, self.sha256 = data, sha256 or hashlib.sha256(data).hexdigest()
         try:
             self.zip = zipfile.ZipFile(io.BytesIO(data))
             self.infos = tuple(self.zip.infolist())
@@ -232,9 +235,11 @@ def write_zip(entries: Sequence[Entry]) -> bytes:
     """The zip file of ``entries`` in their order: byte for byte a function of the entries."""
     if len(entries) >= 0xFFFF:
         raise PatchError("the patched wheel would hold more than 65534 members; report this")
-    body, central = io.BytesIO(), io.BytesIO()
+    body: List[bytes] = []  # joined once at the end: each payload is copied once
+    central: List[bytes] = []
+    offset = 0
     for entry in entries:
-        name, offset = entry.name.encode("utf-8"), body.tell()
+        name = entry.name.encode("utf-8")
         if max(entry.file_size, len(entry.payload), offset) >= 0xFFFFFFFF:
             raise PatchError(f"{entry.name}: 4 GiB or more, which this writer does not hold")
         year, month, day, hour, minute, second = entry.date_time
@@ -245,13 +250,14 @@ def write_zip(entries: Sequence[Entry]) -> bytes:
         # Both headers share (version 20, flags, method, time, date, CRC, sizes, name length);
         # the central one then packs (extra, comment, disk, internal attributes) as zeros.
         fields = (20, flags, entry.compress_type, clock, date, *sizes)
-        body.write(struct.pack("<4s5H3L2H", b"PK\x03\x04", *fields, 0) + name + entry.payload)
+        body += [struct.pack("<4s5H3L2H", b"PK\x03\x04", *fields, 0), name, entry.payload]
         made_by = entry.create_system << 8 | 20
-        central.write(
+        central.append(
             struct.pack("<4s6H3L5H2L", b"PK\x01\x02", made_by, *fields, 0, 0, 0, 0,
                         entry.external_attr, offset) + name  # fmt: skip
         )
-    directory = central.getvalue()
+        offset += 30 + len(name) + len(entry.payload)
+    directory = b"".join(central)
     end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, len(entries), len(entries),
-                      len(directory), body.tell(), 0)  # fmt: skip
-    return body.getvalue() + directory + end
+                      len(directory), offset, 0)  # fmt: skip
+    return b"".join(body + [directory, end])
