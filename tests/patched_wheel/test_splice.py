@@ -16,9 +16,10 @@ from patched_wheel import PatchError
 from patched_wheel.config import DEFAULT_OVERLAY as OVERLAY
 from patched_wheel.config import SUPPORTED_RELEASES, TARGET
 from patched_wheel.splice import (
+    OverlayParts,
     check_call_sites,
     check_splice,
-    parse_overlay,
+    overlay_from_bytes,
     signature_from_ast,
     source_lines,
     source_segment,
@@ -26,9 +27,14 @@ from patched_wheel.splice import (
 )
 
 
+def parse_overlay(source: str) -> OverlayParts:
+    """The overlay of ``source``, read as the build reads the overlay's file."""
+    return overlay_from_bytes(source.encode(), "o")
+
+
 def splice_functions(base: str, overlay: str) -> str:
     """The splice of two sources, the overlay parsed first."""
-    return splice_overlay(base, parse_overlay(overlay))
+    return splice_overlay(base, parse_overlay(overlay), ast.parse(base))
 
 
 def assert_splice(base: str, overlay: str, expected: str) -> None:
@@ -286,7 +292,7 @@ def test_every_call_site_binds_to_the_overlay(
 ) -> None:
     sources = {path: text.encode() for path, text in upstream_sources[release].items()}
     functions = [
-        f for f in parse_overlay(overlay_source).functions if f.name == "deallocate_module"
+        f for f in parse_overlay(overlay_source).definitions if f.name == "deallocate_module"
     ]
     assert check_call_sites(sources, functions, wheel=release) >= 1
 
@@ -295,7 +301,7 @@ def test_a_call_that_does_not_fit_is_named() -> None:
     overlay = parse_overlay("def deallocate_module(module):\n    pass\n")
     sources = {"torch_tensorrt/x.py": b"deallocate_module(m, delete_module=True)\n"}
     with pytest.raises(PatchError, match=r"x.py:1: deallocate_module\(\.\.\.\) does not fit"):
-        check_call_sites(sources, overlay.functions, wheel="w")
+        check_call_sites(sources, overlay.definitions, wheel="w")
 
 
 def test_every_way_of_writing_a_call_is_found() -> None:
@@ -316,14 +322,16 @@ def test_every_way_of_writing_a_call_is_found() -> None:
         "async def deallocate_module(x): pass\n"
     )
     with pytest.raises(PatchError, match=r"w: 5 call\(s\)") as refused:
-        check_call_sites({"p/x.py": source.encode()}, overlay.functions, wheel="w")
+        check_call_sites({"p/x.py": source.encode()}, overlay.definitions, wheel="w")
     assert re.findall(r"x\.py:(\d+):", str(refused.value)) == ["4", "5", "6", "8", "10"]
 
 
 def test_signature_from_the_ast_matches_the_imported_overlay(
     overlay_source: str, overlay_module: ModuleType
 ) -> None:
-    for function in parse_overlay(overlay_source).functions:
+    for function in parse_overlay(overlay_source).definitions:
+        if isinstance(function, ast.ClassDef):
+            continue
         from_ast = signature_from_ast(function)
         imported = inspect.signature(getattr(overlay_module, function.name))
         assert [(p.name, p.kind, p.default is p.empty) for p in from_ast.parameters.values()] == [
@@ -359,7 +367,7 @@ def test_the_splice_reads_the_base_once_however_many_assignments_it_holds(
     for assignments in (100, 2000):
         splits.clear()
         base = official + "".join(f"V_{i} = {i}\n" for i in range(assignments))
-        splice.splice_overlay(base, overlay)
+        splice.splice_overlay(base, overlay, ast.parse(base))
         counts.append(len(splits))
     assert counts[0] == counts[1] <= 4, counts
 

@@ -6,15 +6,14 @@ overlay's helpers always are; a base where no fix applies is refused."""
 from __future__ import annotations
 
 import ast
-import dataclasses
 import hashlib
 import io
 import logging
 import os
 import re
 import zipfile
-from pathlib import Path
-from typing import Callable, Dict, List, Optional, Tuple
+from pathlib import Path, PurePosixPath
+from typing import Callable, List, NamedTuple, Optional, Tuple
 
 from packaging.version import InvalidVersion, Version
 
@@ -24,9 +23,9 @@ from .releases import label_for, load_overlay_releases, split_label
 logger = logging.getLogger(__name__)
 
 
-def _defines(name: str) -> Callable[[ast.Module], bool]:
-    """The hook "upstream's module defines ``name`` at top level"."""
-    return lambda module: name in splice.top_level_definitions(module)
+def _defines(name: str) -> Tuple[Callable[[ast.Module], bool], str]:
+    """The hook "upstream's module defines ``name`` at top level", and its text."""
+    return (lambda tree: name in splice.top_level_definitions(tree)), f"upstream defines {name}"
 
 
 def _copies_tensor_input(module: ast.Module) -> bool:
@@ -47,8 +46,7 @@ def _copies_tensor_input(module: ast.Module) -> bool:
     return False
 
 
-@dataclasses.dataclass(frozen=True)
-class Fix:
+class Fix(NamedTuple):
     """One fix: its name, the overlay functions it consists of, the hook that says it applies."""
 
     name: str
@@ -58,18 +56,15 @@ class Fix:
 
 
 FIXES = (
-    Fix("offload", ("deallocate_module",), _defines("deallocate_module"),
-        "upstream defines deallocate_module"),
+    Fix("offload", ("deallocate_module",), *_defines("deallocate_module")),
     Fix("host-trim", ("_glibc_malloc_trim", "trim_host_heap", "release_host_and_device_memory"),
-        _defines("release_host_and_device_memory"),
-        "upstream defines release_host_and_device_memory"),
+        *_defines("release_host_and_device_memory")),
     Fix("input-copy", ("prepare_inputs",), _copies_tensor_input,
         "upstream's prepare_inputs copies a tensor input with torch.tensor(...)"),
 )  # fmt: skip
 
 
-@dataclasses.dataclass(frozen=True)
-class Origin:
+class Origin(NamedTuple):
     """What the build knows of itself: the label, the revision, the tool, the time."""
 
     label: str
@@ -78,8 +73,7 @@ class Origin:
     source_date_epoch: Optional[str] = None
 
 
-@dataclasses.dataclass(frozen=True)
-class PatchedWheel:
+class PatchedWheel(NamedTuple):
     """A patched wheel in memory: its file name, bytes, and what its record says."""
 
     filename: str
@@ -137,8 +131,7 @@ def rewrite_metadata_version(metadata: bytes, new_version: str) -> bytes:
     official wheels' multi-line ``License``), and the result parsed again to prove it."""
     headers = wheel.parse_headers(metadata)
     versions = [value.strip() for key, value in headers if key.lower() == "version"]
-    blank_line = re.search(rb"\r?\n\r?\n", metadata)
-    header_block = metadata if blank_line is None else metadata[: blank_line.start() + 1]
+    header_block = re.split(rb"\r?\n\r?\n", metadata, maxsplit=1)[0]
     value = re.escape(versions[0].encode()) if len(versions) == 1 else b"(?!)"
     pattern = rb"^Version:[ \t]*" + value + rb"[ \t]*(?=\r?$)"
     matches = list(re.finditer(pattern, header_block, re.M))
@@ -166,14 +159,9 @@ def _shadows_target(name: str) -> bool:
             return True
         if scheme not in ("purelib", "platlib"):
             return False
-    path, (folder, _, module_file) = name.casefold(), config.TARGET.casefold().rpartition("/")
-    inside = path[len(folder) + 1 :] if path.startswith(f"{folder}/") else None
-    stem = module_file.split(".")[0]
-    return (
-        inside is not None
-        and inside != module_file
-        and (inside.startswith(f"{stem}/") or ("/" not in inside and inside.split(".")[0] == stem))
-    )
+    path, target = name.casefold(), PurePosixPath(config.TARGET.casefold())
+    inside = rf"(?s){re.escape(str(target.parent))}/{re.escape(target.stem)}(?:/.*|\.[^/]*)?"
+    return path != str(target) and re.fullmatch(inside, path) is not None
 
 
 def patch_wheel(
@@ -217,46 +205,47 @@ def patch_wheel(
             f"holds); supported base releases are {config.supported_releases_text()}"
         )
     left_out = {name for fix in FIXES if fix not in applied for name in fix.functions}
-    overlay = dataclasses.replace(
-        overlay, definitions=tuple(d for d in overlay.definitions if d.name not in left_out)
-    )
+    kept = tuple(d for d in overlay.definitions if d.name not in left_out)
+    overlay = overlay._replace(definitions=kept)
 
     # 4. The splice, after the checks that need it: no module-level binding of a replaced name
     # after its replaced definition (nested scopes bind their own names), and every call of a
     # replaced function in the package fits the overlay's signature.
     base_definitions = splice.top_level_definitions(module)
-    replaced: Dict[str, ast.stmt] = {
-        d.name: base_definitions[d.name] for d in overlay.definitions if d.name in base_definitions
-    }
+    replaced = [d for d in overlay.definitions if d.name in base_definitions]
+    ends = {d.name: getattr(base_definitions[d.name], "end_lineno") for d in replaced}
     scopes = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
     nodes: List[ast.AST] = list(module.body)
     while nodes:
         node = nodes.pop()
-        bound: List[str] = []
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound = [node.name]
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        bound: List[str] = [node.name] if isinstance(node, splice.DEFINITIONS) else []
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
             bound = [alias.asname or alias.name.split(".")[0] for alias in node.names]
         elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             bound = [node.id]
-        for name in bound:
-            end = getattr(replaced.get(name), "end_lineno", None)
-            if end is not None and getattr(node, "lineno", 0) > end:
-                raise PatchError(
-                    f"{base.filename}: {config.TARGET} binds {name!r} again at line "
-                    f"{getattr(node, 'lineno', 0)}, after the definition the overlay replaces, "
-                    "so the fix would not take effect; use the official wheel"
-                )
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, *scopes)):
+        line = getattr(node, "lineno", 0)
+        rebound = [name for name in bound if name in ends and line > ends[name]]
+        if rebound:
+            raise PatchError(
+                f"{base.filename}: {config.TARGET} binds {rebound[0]!r} again at line {line}, "
+                "after the definition the overlay replaces, so the fix would not take effect; "
+                "use the official wheel"
+            )
+        if not isinstance(node, (*splice.DEFINITIONS, *scopes)):
             nodes.extend(ast.iter_child_nodes(node))
     sources = {
         name: base.read(name, 1 << 20)
         for name in base.by_name
         if name.endswith(".py") and not name.startswith(f"{base.dist_info}/")
     }
-    functions = [f for f in overlay.functions if f.name in replaced]
-    splice.check_call_sites(sources, functions, wheel=base.filename)
-    target = splice.encode_source(splice.splice_overlay(text, overlay, module), encoding, what)
+    splice.check_call_sites(sources, replaced, wheel=base.filename)
+    try:
+        target = splice.splice_overlay(text, overlay, module).encode(encoding)
+    except UnicodeEncodeError as error:
+        raise PatchError(
+            f"{what}: the overlay's text cannot be written in the module's encoding "
+            f"{encoding} ({error.reason} at {error.start}); keep the overlay ASCII"
+        ) from None
     splice.check_splice(target, overlay, filename=what)
 
     # 5. METADATA with the new version, and the provenance record.
@@ -303,11 +292,8 @@ def patch_wheel(
             record_rows.append((name, *rows[info.filename]))
     store(provenance.record_member(dist_info), provenance.record_bytes(record), metadata_info)
     record_rows.append((f"{dist_info}/RECORD", "", ""))
-    entries.append(
-        wheel.Entry.stored(
-            f"{dist_info}/RECORD", wheel.record_text(record_rows), metadata_info, written
-        )
-    )
+    record_text = wheel.record_text(record_rows)
+    entries.append(wheel.Entry.stored(f"{dist_info}/RECORD", record_text, metadata_info, written))
     data = wheel.write_zip(entries)
 
     # 7. Read back what verify reads: the zip's names and the record, as verify takes them.

@@ -4,13 +4,11 @@ The rules are the overlay docstring's (besides: a constant the base has with oth
 refused; the overlay's docstring and ``from __future__`` imports are not copied). Every other
 byte of the base stays, so an empty overlay gives the base back and splicing twice equals once.
 Every call of a replaced function in the base package is bound to the overlay's signature,
-read from its AST (the build never imports the overlay: it needs torch).
-"""
+read from its AST (the build never imports the overlay: it needs torch)."""
 
 from __future__ import annotations
 
 import ast
-import dataclasses
 import functools
 import hashlib
 import inspect
@@ -18,14 +16,13 @@ import io
 import re
 import threading
 import tokenize
-from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import Dict, FrozenSet, Iterable, List, Mapping, NamedTuple, Sequence, Set, Tuple, Union
 
 from . import PatchError
 
-# Ceilings on a Python source the build parses. The official modules are at most 133 KB
-# (aten_ops_converters.py in 2.14; utils.py is 39 KB) and nest at most 24 levels. Benefit: a
-# hostile base costs at most a few hundred MB and seconds, and never a RecursionError. Cost:
-# a module beyond them cannot be patched (raise them here for one).
+# Ceilings on a Python source the build parses: the official modules are at most 133 KB
+# (aten_ops_converters.py in 2.14; utils.py is 39 KB) and nest at most 24 levels. A hostile
+# base costs at most a few hundred MB and seconds, never a RecursionError (raise them here).
 MAX_SOURCE_BYTES = 512 << 10
 MAX_NESTING = 100
 
@@ -39,26 +36,18 @@ _CALL_TAIL = r"(?:[\s)\\]|#[^\r\n]*)*\("
 _TOP_LEVEL = re.compile(r"(?:@|def\s|async\s+def\s|class\s)")
 
 CallShape = Tuple[int, str, int, Tuple[str, ...], bool]
-FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 DefinitionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef]
-_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-@dataclasses.dataclass(frozen=True)
-class OverlayParts:
-    """The top-level statements of an overlay, sorted by what the splice does with them."""
+class OverlayParts(NamedTuple):
+    """The overlay's top-level statements by what the splice does with them, and its sha256."""
 
     source: str
     definitions: Tuple[DefinitionNode, ...]
     imports: Tuple[Union[ast.Import, ast.ImportFrom], ...]
     constants: Tuple[Union[ast.Assign, ast.AnnAssign], ...]
-    # The sha256 of the overlay's bytes (of ``source`` in UTF-8 unless read from a file).
-    sha256: str = ""
-
-    @property
-    def functions(self) -> Tuple[FunctionNode, ...]:
-        """The overlay's top-level functions (its definitions less its classes)."""
-        return tuple(d for d in self.definitions if not isinstance(d, ast.ClassDef))
+    sha256: str
 
 
 # CPython 3.11 before 3.11.8 can raise "AST constructor recursion depth mismatch" when two
@@ -78,16 +67,12 @@ def parse_source(source: str, what: str, *, compiled: bool = True) -> ast.Module
     try:
         with _AST_LOCK:
             module = ast.parse(source, "<unknown>")
-    except SyntaxError as error:
-        raise PatchError(
-            f"{what} is not valid Python ({error.msg}, line {error.lineno}); "
-            "use the official file, or fix the overlay"
-        ) from None
-    except (ValueError, MemoryError, RecursionError) as error:
-        raise PatchError(
-            f"{what} cannot be parsed as Python ({type(error).__name__}: {error}); "
-            "use the official file, or fix the overlay"
-        ) from None
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as error:
+        if isinstance(error, SyntaxError):
+            reason = f"is not valid Python ({error.msg}, line {error.lineno})"
+        else:
+            reason = f"cannot be parsed as Python ({type(error).__name__}: {error})"
+        raise PatchError(f"{what} {reason}; use the official file, or fix the overlay") from None
     # The nesting bound, level by level without recursion (a module only searched needs none);
     # ast.iter_child_nodes written out, three times as fast.
     level: List[ast.AST] = [module] if compiled else []
@@ -113,18 +98,20 @@ def source_segment(lines: Sequence[str], node: ast.stmt) -> str:
     """``ast.get_source_segment`` on lines split once: that function splits the whole source
     at every call, which made the splice quadratic in the number of assignments."""
     first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
-    start, end = node.col_offset, node.end_col_offset
-    if first == last:
-        return lines[first].encode("utf-8")[start:end].decode("utf-8")
-    head = lines[first].encode("utf-8")[start:].decode("utf-8")
-    tail = lines[last].encode("utf-8")[:end].decode("utf-8")
-    return head + "".join(lines[first + 1 : last]) + tail
+    text = "".join(lines[first : last + 1]).encode("utf-8")
+    end = len(text) - len(lines[last].encode("utf-8")) + (node.end_col_offset or 0)
+    return text[node.col_offset : end].decode("utf-8")
 
 
 def _span(node: ast.AST) -> Tuple[int, int]:
     """A node's first line (its decorators', for a definition) and last line, 1-based."""
     lines = [decorator.lineno for decorator in getattr(node, "decorator_list", [])]
     return min(lines + [getattr(node, "lineno")]), getattr(node, "end_lineno")
+
+
+def _lines(lines: Sequence[str], first: int, last: int, end: str = "") -> List[str]:
+    """Lines ``first..last`` (1-based) of ``lines``, each ending in ``end`` instead."""
+    return [line.rstrip("\r\n") + end for line in lines[first - 1 : last]]
 
 
 def _constant_name(node: ast.stmt) -> str | None:
@@ -138,18 +125,20 @@ def _is_docstring(node: ast.stmt) -> bool:
     return isinstance(node, ast.Expr) and isinstance(getattr(node.value, "value", None), str)
 
 
-def parse_overlay(overlay_source: str) -> OverlayParts:
-    """Sort the overlay's top-level statements; refuse any the splice has no rule for."""
-    module = parse_source(overlay_source, "the overlay")
+def overlay_from_bytes(data: bytes, what: str) -> OverlayParts:
+    """The overlay whose file holds ``data``, sorted, any statement without a splice rule
+    refused; line ends read as a text file reads them (a Windows checkout splices the same)."""
+    try:
+        source = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    except UnicodeDecodeError as error:
+        raise PatchError(f"cannot read the overlay {what} ({error}); it must be UTF-8") from None
     definitions: List[DefinitionNode] = []
     imports: List[Union[ast.Import, ast.ImportFrom]] = []
     constants: List[Union[ast.Assign, ast.AnnAssign]] = []
-    for index, node in enumerate(module.body):
-        if index == 0 and _is_docstring(node):
-            continue
-        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
-            continue
-        if isinstance(node, _DEFINITIONS):
+    for index, node in enumerate(parse_source(source, "the overlay").body):
+        if (index == 0 and _is_docstring(node)) or getattr(node, "module", None) == "__future__":
+            continue  # the docstring and ``from __future__`` imports are the overlay's own
+        if isinstance(node, DEFINITIONS):
             definitions.append(node)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             imports.append(node)
@@ -165,52 +154,36 @@ def parse_overlay(overlay_source: str) -> OverlayParts:
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         raise PatchError(f"the overlay defines {', '.join(duplicates)} more than once")
-    sha256 = hashlib.sha256(overlay_source.encode("utf-8", "surrogatepass")).hexdigest()
-    return OverlayParts(
-        overlay_source, tuple(definitions), tuple(imports), tuple(constants), sha256
-    )
+    sha256 = hashlib.sha256(data).hexdigest()
+    return OverlayParts(source, tuple(definitions), tuple(imports), tuple(constants), sha256)
 
 
 def top_level_definitions(module: ast.Module) -> Dict[str, DefinitionNode]:
     """The module's top-level functions and classes by name (the last one wins, as at run time)."""
-    return {node.name: node for node in module.body if isinstance(node, _DEFINITIONS)}
+    return {node.name: node for node in module.body if isinstance(node, DEFINITIONS)}
 
 
 def _import_bindings(node: Union[ast.Import, ast.ImportFrom]) -> List[Tuple[str, str]]:
     """(bound name, one-name import statement) for each name the import binds."""
-    bindings = []
-    for alias in node.names:
-        if isinstance(node, ast.Import):
-            bound, statement = alias.name.split(".")[0], f"import {alias.name}"
-        else:
-            module = "." * node.level + (node.module or "")
-            bound, statement = alias.name, f"from {module} import {alias.name}"
-        if alias.asname:
-            bound, statement = alias.asname, f"{statement} as {alias.asname}"
-        bindings.append((bound, statement))
-    return bindings
+    prefix = "" if isinstance(node, ast.Import) else f"from {'.' * node.level}{node.module or ''} "
+    return [
+        (alias.asname or alias.name.split(".")[0], f"{prefix}import {ast.unparse(alias)}")
+        for alias in node.names
+    ]
 
 
-def splice_overlay(
-    base_source: str, overlay: OverlayParts, base: Optional[ast.Module] = None
-) -> str:
-    """``base_source`` with the parsed overlay spliced in (``base``: its module, if parsed
-    already); the new lines end as the base's first line does (``\\r\\n`` or ``\\n``)."""
-    if base is None:
-        base = parse_source(base_source, "upstream's module")
+def splice_overlay(base_source: str, overlay: OverlayParts, base: ast.Module) -> str:
+    """``base_source`` (parsed: ``base``) with the parsed overlay spliced in; the new lines end
+    as the base's first line does (``\\r\\n`` or ``\\n``)."""
     base_lines, overlay_lines = source_lines(base_source), source_lines(overlay.source)
     newline = "\r\n" if base_lines and base_lines[0].endswith("\r\n") else "\n"
-
-    def overlay_segment(first: int, last: int) -> List[str]:
-        """The overlay's lines ``first..last``, each ending in the base's newline."""
-        return [line.rstrip("\r\n") + newline for line in overlay_lines[first - 1 : last]]
 
     # 1. Each definition replaces the base's of its name in place, or is appended.
     edits: List[Tuple[int, int, List[str]]] = []  # (first index, index after the last, lines)
     appended: List[str] = []
     base_definitions = top_level_definitions(base)
     for definition in overlay.definitions:
-        new_lines = overlay_segment(*_span(definition))
+        new_lines = _lines(overlay_lines, *_span(definition), newline)
         if definition.name in base_definitions:
             first, last = _span(base_definitions[definition.name])
             edits.append((first - 1, last, new_lines))
@@ -220,21 +193,18 @@ def splice_overlay(
     # 2. What the base binds: by imports (inside top-level if/try too), and otherwise.
     bound_by_imports: Set[str] = set()
     pending: List[ast.stmt] = list(base.body)
-    while pending:
-        node = pending.pop()
+    for node in pending:  # grows as it is read
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             bound_by_imports.update(bound for bound, _ in _import_bindings(node))
         elif isinstance(node, (ast.If, ast.Try)):
-            pending.extend(node.body + node.orelse + getattr(node, "finalbody", []))
-            for handler in getattr(node, "handlers", []):
-                pending.extend(handler.body)
+            handlers = [statement for h in getattr(node, "handlers", []) for statement in h.body]
+            pending += node.body + node.orelse + getattr(node, "finalbody", []) + handlers
     bound_otherwise = set(base_definitions)
     for node in base.body:
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            bound_otherwise.update(
-                n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)
-            )
+            walked = [n for target in targets for n in ast.walk(target)]
+            bound_otherwise.update(n.id for n in walked if isinstance(n, ast.Name))
     taken = bound_otherwise | bound_by_imports
 
     # 3. The imports the base lacks, one statement per name.
@@ -274,7 +244,7 @@ def splice_overlay(
         first, last = _span(node)
         while first > 1 and overlay_lines[first - 2].lstrip().startswith("#"):
             first -= 1
-        inserted += [newline] + overlay_segment(first, last)
+        inserted += [newline] + _lines(overlay_lines, first, last, newline)
 
     # 5. Insertions after the base's last top-level import (or its docstring); edits last first.
     if inserted:
@@ -285,10 +255,9 @@ def splice_overlay(
     if not edits and not appended:
         return base_source
     result = list(base_lines)
-    if appended:
-        if result and not result[-1].endswith(("\n", "\r")):
-            result[-1] += newline
-        result.extend(appended)
+    if appended and result and not result[-1].endswith(("\n", "\r")):
+        result[-1] += newline
+    result.extend(appended)
     for first, after_last, new_lines in sorted(edits, key=lambda edit: edit[0], reverse=True):
         result[first:after_last] = new_lines
     return "".join(result)
@@ -311,30 +280,14 @@ def check_splice(spliced: bytes, overlay: OverlayParts, *, filename: str) -> Non
     found = top_level_definitions(module)
     spliced_lines = source_lines(decode_source(spliced, filename)[0])
     overlay_lines = source_lines(overlay.source)
-
-    def lines_of(node: ast.AST, lines: Sequence[str]) -> List[str]:
-        first, last = _span(node)
-        return [line.rstrip("\r\n") for line in lines[first - 1 : last]]
-
     for definition in overlay.definitions:
         placed = found.get(definition.name)
-        wanted = lines_of(definition, overlay_lines)
-        if placed is None or lines_of(placed, spliced_lines) != wanted:
+        wanted = _lines(overlay_lines, *_span(definition))
+        if placed is None or _lines(spliced_lines, *_span(placed)) != wanted:
             raise PatchError(
                 f"{filename}: after the splice, {definition.name} differs from the overlay's; "
                 "the splice went wrong for this base release, please report it"
             )
-
-
-def overlay_from_bytes(data: bytes, what: str) -> OverlayParts:
-    """The overlay whose file holds ``data``, parsed, with the sha256 of those bytes; line
-    ends read as a text file reads them, so a Windows checkout splices the same text."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise PatchError(f"cannot read the overlay {what} ({error}); it must be UTF-8") from None
-    parts = parse_overlay(text.replace("\r\n", "\n").replace("\r", "\n"))
-    return dataclasses.replace(parts, sha256=hashlib.sha256(data).hexdigest())
 
 
 def decode_source(data: bytes, what: str) -> Tuple[str, str]:
@@ -348,18 +301,7 @@ def decode_source(data: bytes, what: str) -> Tuple[str, str]:
         ) from None
 
 
-def encode_source(text: str, encoding: str, what: str) -> bytes:
-    """``text`` in the module's own encoding (as :func:`decode_source` found it)."""
-    try:
-        return text.encode(encoding)
-    except UnicodeEncodeError as error:
-        raise PatchError(
-            f"{what}: the overlay's text cannot be written in the module's encoding "
-            f"{encoding} ({error.reason} at {error.start}); keep the overlay ASCII"
-        ) from None
-
-
-def signature_from_ast(function: FunctionNode) -> inspect.Signature:
+def signature_from_ast(function: ast.FunctionDef | ast.AsyncFunctionDef) -> inspect.Signature:
     """The signature of a function definition, read from its AST (defaults as ``...``)."""
     arguments, kind = function.args, inspect.Parameter
     positional = arguments.posonlyargs + arguments.args
@@ -383,9 +325,8 @@ def signature_from_ast(function: FunctionNode) -> inspect.Signature:
 def _statements_around(text: str, lines: Set[int], what: str) -> List[Tuple[ast.stmt, int]]:
     """(statement, line offset) of the top-level statements of ``text`` around ``lines``: only
     the runs from the closest top-level ``def``, ``class`` or decorator line above each line to
-    the next are parsed (a source is parsed whole in a third of the time); a run that does not
-    parse (such a line inside a string) means the whole source is parsed, so the statements are
-    the whole parse's either way (every official base gives the same calls: tests)."""
+    the next are parsed (in a third of the time of the whole); where a run does not parse (such
+    a line in a string) the whole source is, so the statements are the whole parse's either way."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
         return [(node, 0) for node in parse_source(text, what, compiled=False).body]  # refused
     source = source_lines(text)
@@ -442,8 +383,7 @@ def _calls(source: bytes, path: str, names: FrozenSet[str]) -> Tuple[CallShape, 
                 todo.append((child, prune, offset))
         if not isinstance(node, ast.Call):
             continue
-        func = node.func
-        called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+        called = getattr(node.func, "id", getattr(node.func, "attr", None))  # a name, a method
         if called in names:
             keywords = tuple(k.arg for k in node.keywords if k.arg is not None)
             starred = [a for a in node.args if isinstance(a, ast.Starred)]
@@ -454,11 +394,12 @@ def _calls(source: bytes, path: str, names: FrozenSet[str]) -> Tuple[CallShape, 
 
 
 def check_call_sites(
-    sources: Mapping[str, bytes], functions: Iterable[FunctionNode], *, wheel: str
+    sources: Mapping[str, bytes], definitions: Iterable[DefinitionNode], *, wheel: str
 ) -> int:
-    """Bind every call of the given overlay functions in ``sources`` (path -> bytes) to their
-    signatures, as ``inspect.Signature.bind`` binds a real call (partially where it spreads
-    ``*args``/``**kwargs``); return the number of calls, or refuse naming each misfit."""
+    """Bind every call of the overlay's functions (not classes) in ``sources`` (path -> bytes)
+    to their signatures, as ``inspect.Signature.bind`` binds a real call (partially where it
+    spreads ``*args``/``**kwargs``); return the number of calls, or refuse naming each misfit."""
+    functions = [d for d in definitions if not isinstance(d, ast.ClassDef)]
     signatures = {function.name: signature_from_ast(function) for function in functions}
     names = frozenset(signatures)
     found, misfits = 0, []
