@@ -12,7 +12,6 @@ import os
 import shlex
 import sys
 import textwrap
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -55,14 +54,11 @@ def _shown(path: Path) -> str:
 
 def _build(args: argparse.Namespace) -> None:
     unlocked = args.unlocked or config.unlocked_from_environment(os.environ)
-    given = (args.release, args.platform, args.python, args.distribution)
     if args.base_wheel is not None:
         choice = config.BaseChoice(wheel=args.base_wheel, unlocked=unlocked)
-    elif any(given):
-        names = "--release installed with --platform or --python"
-        choice = config.request_choice(given, unlocked=unlocked, names=names)
-    else:  # the environment of ``pip wheel .``
-        choice = replace(config.choice_from_environment(os.environ), unlocked=unlocked)
+    else:  # the options, else the environment of ``pip wheel .``
+        given = (args.release, args.platform, args.python, args.distribution)
+        choice = config.choice_from_environment(os.environ, given, unlocked=unlocked)
     base = lock.open_base(choice, lock=lock.load_lock(args.lock), cache_dir=args.cache)
     print(patch.build_patched_wheel(base, out_dir=args.out, overlay_path=args.overlay))
 

@@ -3,8 +3,8 @@
 pip, ``python -m build`` and uv call these hooks. They hand the base that the environment
 chooses (``TORCHTRT_BASE_*``; ``config_settings`` are not read) to the functions the CLI's
 ``build`` calls, so every route gives the same bytes; the METADATA hook answers with the patched
-wheel's, so that pip resolves torch and TensorRT as for the official wheel. A refusal is one
-line, ``error: ...``, and exit status 1.
+wheel's, so that pip resolves torch and TensorRT as for the official wheel. The optional
+``get_requires_for_build_*`` hooks are left out: nothing is needed beyond ``build-system.requires``.
 """
 
 from __future__ import annotations
@@ -38,11 +38,6 @@ PKG_INFO = (
     "Summary: torch_tensorrt with the compile-memory fixes, patched into the official wheel\n"
     "Requires-Python: >=3.10\n"
 )
-EDITABLE_REFUSED = (
-    "error: an editable install of torch_tensorrt is not possible here: the patched wheel is "
-    "the official wheel with one file replaced, so there is no source tree to edit in place; "
-    "install it with 'pip install .' (without -e)"
-)
 
 
 def _base_from_environment() -> BaseWheel:
@@ -56,14 +51,6 @@ def _base_from_environment() -> BaseWheel:
             "beside the patched wheel for the way back"
         )
     return base
-
-
-def get_requires_for_build_wheel(config_settings: ConfigSettings = None) -> List[str]:
-    """Nothing beyond ``build-system.requires``, for the wheel and the sdist."""
-    return []
-
-
-get_requires_for_build_sdist = get_requires_for_build_wheel
 
 
 def prepare_metadata_for_build_wheel(
@@ -134,7 +121,11 @@ def build_sdist(sdist_directory: str, config_settings: ConfigSettings = None) ->
 
 def build_editable(*args: object, **kwargs: object) -> NoReturn:
     """Refused, as the other editable hooks are: a patched wheel has no tree to edit in place."""
-    raise SystemExit(EDITABLE_REFUSED)
+    raise SystemExit(
+        "error: an editable install of torch_tensorrt is not possible here: the patched wheel is "
+        "the official wheel with one file replaced, so there is no source tree to edit in place; "
+        "install it with 'pip install .' (without -e)"
+    )
 
 
 get_requires_for_build_editable = prepare_metadata_for_build_editable = build_editable

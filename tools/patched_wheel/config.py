@@ -70,10 +70,7 @@ UNLOCKED_OPT_IN = "set TORCHTRT_BASE_UNLOCKED=1 (or pass build --unlocked)"
 INSTALLED = "installed"
 # The largest wheel the tool reads (the official ones are 4-5 MB): what a hostile file costs.
 MAX_WHEEL_BYTES = 1 << 30
-
-
-class InvalidValue(ValueError, argparse.ArgumentTypeError):
-    """A value a check refuses: argparse prints its message, the environment reader a PatchError."""
+InvalidValue = argparse.ArgumentTypeError  # a check's refusal, as argparse prints it: word for word
 
 
 def supported_releases_text(distribution: str = PROJECT) -> str:
@@ -202,32 +199,32 @@ def unlocked_from_environment(environ: Mapping[str, str]) -> bool:
     return value == "1"
 
 
-def choice_from_environment(environ: Mapping[str, str]) -> BaseChoice:
-    """The base the environment asks for (see the module docstring), or a refusal."""
-    unlocked = unlocked_from_environment(environ)
-    values: Dict[str, Optional[str]] = {}
-    for name, check in REQUEST_VARIABLES.items():
-        try:
-            values[name] = check(environ[name]) if environ.get(name) else None
-        except ValueError as error:
-            raise PatchError(f"{name}={error}") from None
-    if environ.get("TORCHTRT_BASE_WHEEL"):
-        others = [name for name, value in values.items() if value]
-        if others:
-            raise PatchError(
-                f"TORCHTRT_BASE_WHEEL is set together with {', '.join(others)}; the wheel's "
-                "name already fixes release, platform and Python, so unset the others"
-            )
-        path = Path(environ["TORCHTRT_BASE_WHEEL"]).expanduser()
-        return BaseChoice(wheel=path, wheel_source="TORCHTRT_BASE_WHEEL", unlocked=unlocked)
-    names = "TORCHTRT_BASE_VERSION=installed with TORCHTRT_BASE_PLATFORM or _PYTHON"
-    return request_choice(list(values.values()), unlocked=unlocked, names=names)
-
-
-def request_choice(values: Sequence[Optional[str]], *, unlocked: bool, names: str) -> BaseChoice:
-    """The choice of (release or ``installed``, platform, Python, distribution), each optional;
-    ``names`` says how the user gave them, for the message when they contradict."""
-    release, platform, python, distribution = values
+def choice_from_environment(
+    environ: Mapping[str, str], given: Sequence[Optional[str]] = (), *, unlocked: bool = False
+) -> BaseChoice:
+    """The base that ``build``'s options ask for (``given``: release or ``installed``, platform,
+    Python, distribution), else the environment (see the module docstring); or a refusal."""
+    names = "--release installed with --platform or --python"
+    if not any(given):
+        unlocked = unlocked_from_environment(environ) or unlocked
+        values: Dict[str, Optional[str]] = {}
+        for name, check in REQUEST_VARIABLES.items():
+            try:
+                values[name] = check(environ[name]) if environ.get(name) else None
+            except InvalidValue as error:
+                raise PatchError(f"{name}={error}") from None
+        if environ.get("TORCHTRT_BASE_WHEEL"):
+            others = [name for name, value in values.items() if value]
+            if others:
+                raise PatchError(
+                    f"TORCHTRT_BASE_WHEEL is set together with {', '.join(others)}; the wheel's "
+                    "name already fixes release, platform and Python, so unset the others"
+                )
+            path = Path(environ["TORCHTRT_BASE_WHEEL"]).expanduser()
+            return BaseChoice(wheel=path, wheel_source="TORCHTRT_BASE_WHEEL", unlocked=unlocked)
+        given = list(values.values())
+        names = "TORCHTRT_BASE_VERSION=installed with TORCHTRT_BASE_PLATFORM or _PYTHON"
+    release, platform, python, distribution = given
     if release == INSTALLED and (platform or python):
         raise PatchError(
             f"{names}: 'installed' takes the platform and Python of the installed "
