@@ -34,8 +34,6 @@ from . import PatchError as PatchError  # re-exported: the class one_line_errors
 
 logger = logging.getLogger("patched_wheel")
 
-MiB = 1 << 20
-
 # --- Places -----------------------------------------------------------------------------------
 REPOSITORY = Path(__file__).resolve().parents[2]
 OVERLAY_PATH = "py/torch_tensorrt/dynamo/utils.py"  # as git names it
@@ -69,6 +67,7 @@ LABEL_NAME = "memfix1"
 UNLOCKED_OPT_IN = "set TORCHTRT_BASE_UNLOCKED=1 (or pass build --unlocked)"
 INSTALLED = "installed"
 # The largest wheel the tool reads (the official ones are 4-5 MB): what a hostile file costs.
+MiB = 1 << 20
 MAX_WHEEL_BYTES = 1 << 30
 InvalidValue = argparse.ArgumentTypeError  # a check's refusal, as argparse prints it: word for word
 
@@ -79,10 +78,9 @@ def supported_releases_text(distribution: str = PROJECT) -> str:
 
 def canonical_release(value: str) -> str:
     """``value`` if it is a canonical release such as ``2.14.0`` (or ``2.9.0+cu128``)."""
-    try:
+    version = Version("0")  # not a version: refused below, as one not of three numbers
+    with contextlib.suppress(InvalidVersion):
         version = Version(value.strip())
-    except InvalidVersion:
-        version = Version("0")  # not three numbers: refused below
     plain = not (version.epoch or version.pre or version.post or version.dev)
     if plain and len(version.release) == 3:
         if str(version) == value:
@@ -189,9 +187,8 @@ def unlocked_from_environment(environ: Mapping[str, str]) -> bool:
         if name not in VARIABLES and (upper.startswith("TORCHTRT_BASE_") or near):
             near = near or difflib.get_close_matches(upper, VARIABLES, n=1, cutoff=0.0)
             guess = ALIASES.get(upper, near[0])
-            why = "is not a variable of the build"
-            if upper != name:
-                why = "is not read: environment variables are case-sensitive"
+            case = "is not read: environment variables are case-sensitive"
+            why = case if upper != name else "is not a variable of the build"
             raise PatchError(f"{name} {why}; did you mean {guess}? Rename or unset it")
     value = environ.get("TORCHTRT_BASE_UNLOCKED", "")
     if value not in ("", "0", "1"):
@@ -261,9 +258,8 @@ def one_line_errors() -> Iterator[None]:
     except PatchError as error:
         raise SystemExit(f"error: {escaped(str(error))}") from None
     except KeyboardInterrupt as error:  # Ctrl-C, or one that signals_unwind raises
-        signum = int(error.args[0]) if error.args else signal.SIGINT
-        name = signal.Signals(signum).name
-        print(f"error: interrupted by {name}; nothing half-written is left", file=sys.stderr)
+        signum = signal.Signals(int(error.args[0]) if error.args else signal.SIGINT)
+        print(f"error: interrupted by {signum.name}; nothing half-written is left", file=sys.stderr)
         raise SystemExit(128 + signum) from None
     finally:
         logger.handlers[:], logger.level, logger.propagate = saved

@@ -28,8 +28,8 @@ logger = logging.getLogger(__name__)
 
 # What the docs build imports, as docsrc/Makefile puts it on PYTHONPATH.
 DOCS_IMPORTED_FOLDERS = ("py", "docsrc/_ext", "tools", "benchmarks")
-# docsrc/Makefile's SPHINXOPTS (a test keeps the two the same): warnings are errors, all
-# reported, and every internal reference must resolve.
+# docsrc/Makefile's SPHINXOPTS (a test keeps them the same): warnings, all shown, and broken
+# references fail the build.
 SPHINX_OPTIONS = ("-W", "--keep-going", "-n")
 
 
@@ -115,12 +115,10 @@ def read_projects(simple: Path) -> Dict[str, List[str]]:
     return projects
 
 
-# What stands for the index's address in the install lines until the page's script replaces it
-# with the address the page was opened at (a relative URL is not one pip or uv accepts).
+# What stands for the index's address in the install lines until the landing page's script
+# fills in the address the page was opened at: that works on any host and from file://, and names
+# the address the reader used (a relative URL is not one pip or uv accepts).
 INDEX_URL_PLACEHOLDER = "https://<this site>/simple/"
-
-# The landing page. Its script fills every install line with the index's address, from the
-# page's own: that works on any host and from file://, and names the address the reader used.
 PAGE = """\
 <!DOCTYPE html>
 <html lang="en">
@@ -154,8 +152,7 @@ for (const element of document.querySelectorAll(".index-url")) element.textConte
 """
 
 
-# A project's part of the landing page: its versions, its pip line, and its uv project's lines,
-# which name the index as the install page's recipes for uv, poetry and pdm do.
+# A project's part of the landing page; its uv recipe names the index as the install page's do.
 SECTION = """\
 <h2>{name}</h2>
 <p>Patched versions: {versions} (<a href="simple/{name}/index.html">the files, with their \
