@@ -69,7 +69,7 @@ INSTALLED = "installed"
 # The largest wheel the tool reads (the official ones are 4-5 MB): what a hostile file costs.
 MiB = 1 << 20
 MAX_WHEEL_BYTES = 1 << 30
-InvalidValue = argparse.ArgumentTypeError  # a check's refusal, as argparse prints it: word for word
+InvalidValue = argparse.ArgumentTypeError  # a check's refusal, which argparse prints as it is
 
 
 def supported_releases_text(distribution: str = PROJECT) -> str:
@@ -187,8 +187,8 @@ def unlocked_from_environment(environ: Mapping[str, str]) -> bool:
         if name not in VARIABLES and (upper.startswith("TORCHTRT_BASE_") or near):
             near = near or difflib.get_close_matches(upper, VARIABLES, n=1, cutoff=0.0)
             guess = ALIASES.get(upper, near[0])
-            case = "is not read: environment variables are case-sensitive"
-            why = case if upper != name else "is not a variable of the build"
+            unread = "is not read: environment variables are case-sensitive"
+            why = unread if upper != name else "is not a variable of the build"
             raise PatchError(f"{name} {why}; did you mean {guess}? Rename or unset it")
     value = environ.get("TORCHTRT_BASE_UNLOCKED", "")
     if value not in ("", "0", "1"):
