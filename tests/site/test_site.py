@@ -15,7 +15,6 @@ import pytest
 from patched_wheel.site import (
     INDEX_URL_PLACEHOLDER,
     SPHINX_OPTIONS,
-    Project,
     landing_page,
     read_projects,
 )
@@ -43,10 +42,10 @@ def _commands(page: str) -> List[str]:
 
 
 def test_the_landing_page_links_relatively_and_names_every_project() -> None:
-    projects = [
-        Project("torch-tensorrt", ["2.14.0+memfix1.2", "2.13.0+memfix1.2"]),
-        Project("torch-tensorrt-rtx", ["2.14.0+memfix1.2"]),
-    ]
+    projects = {
+        "torch-tensorrt": ["2.14.0+memfix1.2", "2.13.0+memfix1.2"],
+        "torch-tensorrt-rtx": ["2.14.0+memfix1.2"],
+    }
     page = landing_page(projects)
     links = _links(page)
     assert "simple/torch-tensorrt-rtx/index.html" in links
@@ -70,9 +69,9 @@ def test_the_projects_are_read_from_the_index(tmp_path: Path) -> None:
     (simple / "torch-tensorrt" / "index.html").write_text(
         "".join(f'<a href="../../{w}#sha256=00">{w}</a><br>' for w in wheels)
     )
-    assert read_projects(simple) == [
-        Project("torch-tensorrt", ["2.10.0+memfix1.2", "2.9.0+memfix1.2"])  # newest first
-    ]
+    assert read_projects(simple) == {
+        "torch-tensorrt": ["2.10.0+memfix1.2", "2.9.0+memfix1.2"]  # newest first
+    }
 
 
 def test_a_folder_with_files_is_refused(tmp_path: Path) -> None:
@@ -127,5 +126,5 @@ def test_pip_installs_the_patched_wheel_with_the_landing_pages_line(
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert [p.name for p in target.glob("torch_tensorrt-*.dist-info")] == [
-        f"torch_tensorrt-{read_projects(site / 'simple')[0].versions[0]}.dist-info"
+        f"torch_tensorrt-{read_projects(site / 'simple')['torch-tensorrt'][0]}.dist-info"
     ]

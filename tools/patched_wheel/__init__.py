@@ -3,10 +3,7 @@
 The build splices the fork's overlay ``py/torch_tensorrt/dynamo/utils.py`` into an official
 wheel's (the *base*, pinned by sha256 in the lock) and writes it with a local version label,
 every other member's compressed bytes copied; ``verify`` rebuilds a wheel and compares bytes.
-Modules: :mod:`.config`, :mod:`.lock`, :mod:`.fetch` (a base into the cache), :mod:`.wheel`,
-:mod:`.splice`, :mod:`.patch`, :mod:`.releases`, :mod:`.provenance`, :mod:`.verify`,
-:mod:`.index`, :mod:`.matrix`, :mod:`.backend` (PEP 517), :mod:`.site` and :mod:`.__main__` (the
-command line). Only :mod:`.fetch` and :mod:`.lock` start pip; nothing else uses the network.
+Only :mod:`.fetch` and :mod:`.lock` start pip; nothing else uses the network.
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ import os
 import shlex
 import sys
 import textwrap
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -55,14 +54,11 @@ def _shown(path: Path) -> str:
 
 def _build(args: argparse.Namespace) -> None:
     unlocked = args.unlocked or config.unlocked_from_environment(os.environ)
-    given = (args.release, args.platform, args.python, args.distribution)
     if args.base_wheel is not None:
         choice = config.BaseChoice(wheel=args.base_wheel, unlocked=unlocked)
-    elif any(given):
-        names = "--release installed with --platform or --python"
-        choice = config.request_choice(given, unlocked=unlocked, names=names)
-    else:  # the environment of ``pip wheel .``
-        choice = replace(config.choice_from_environment(os.environ), unlocked=unlocked)
+    else:  # the options, else the environment of ``pip wheel .``
+        given = (args.release, args.platform, args.python, args.distribution)
+        choice = config.choice_from_environment(os.environ, given, unlocked=unlocked)
     base = lock.open_base(choice, lock=lock.load_lock(args.lock), cache_dir=args.cache)
     print(patch.build_patched_wheel(base, out_dir=args.out, overlay_path=args.overlay))
 
@@ -92,18 +88,16 @@ def _matrix(args: argparse.Namespace) -> None:
     config.write_text_atomically(args.out / "supported_matrix.json", text)
     print(matrix.summary(entries))
     label, built = document["local_label"], sum(bool(entry.patched_wheel) for entry in entries)
-    written, unindexed = f"{built} wheels and supported_matrix.json in {args.out}", ""
-    if isinstance(label, str) and releases.label_parts(label)[1] is not None:
-        unindexed = f"+{label} is a development build, which no index lists"
-    elif built:
-        try:
+    written = f"{built} wheels and supported_matrix.json in {args.out}"
+    try:  # the simple index, of a released overlay's wheels only
+        if isinstance(label, str) and releases.label_parts(label)[1] is not None:
+            raise PatchError(f"+{label} is a development build, which no index lists")
+        if built:
             index_dir = index.write_simple_index(args.out, check=_listing_check(args))
             written = f"{built} wheels, supported_matrix.json and the simple index in {args.out} "
             written += f"({_install_line(index_dir)})"
-        except PatchError as error:
-            unindexed = config.escaped(str(error))
-    if unindexed:
-        print(f"no simple index: {unindexed}", file=sys.stderr)
+    except PatchError as error:
+        print(f"no simple index: {config.escaped(str(error))}", file=sys.stderr)
     print(written)
     if args.update_docs:
         matrix.update_docs(entries, docs_matrix=config.DOCS_MATRIX, readme=config.README)
@@ -201,11 +195,10 @@ def argument_parser() -> argparse.ArgumentParser:
         sub[name].set_defaults(run=run)
     release, platform = config.canonical_release, config.canonical_platform
     python, distribution = config.canonical_python, config.canonical_distribution
-    out, default = Path, "%(default)s"
     serving = config.platforms_serving(None)  # the running platform's tags, a generic one first
     here = next((tag for tag in serving if not tag.startswith("linux_")), serving[0])
     unchecked = "; its bytes are then checked by nothing but its own RECORD"
-    repeat = "repeat for more (default:"
+    repeat, default = "repeat for more (default:", "%(default)s"
     # (the commands, the option's names, its settings), in the order the help lists them.
     options: List[Tuple[str, str, Dict[str, Any]]] = [
         ("build", "--release", dict(type=config.release_or_installed,
@@ -222,13 +215,12 @@ def argument_parser() -> argparse.ArgumentParser:
         ("build", "--base-wheel", dict(type=Path, help="an official wheel file (offline)")),
         ("build", "--unlocked", dict(action="store_true", help="build a base the lock of "
          f"official wheels does not know (with a warning) instead of refusing it{unchecked}")),
-        ("build", "--out", dict(type=out, default=Path("dist"),
+        ("build", "--out", dict(type=Path, default=Path("dist"),
          help=f"output folder (default: {default})")),
-        ("matrix", "--out", dict(type=out, default=Path("dist/matrix"),
+        ("matrix", "--out", dict(type=Path, default=Path("dist/matrix"),
          help=f"output folder (default: {default})")),
         ("matrix", "--update-docs", dict(action="store_true", help="also rewrite "
-         "docsrc/_data/supported_matrix.json and the README's table (only when every wheel "
-         "was built)")),
+         f"{_shown(config.DOCS_MATRIX)} and the README's table (only when every wheel was built)")),
         ("matrix lock", "--distribution", dict(action="append", type=distribution,
          help=f"a distribution; {repeat} {', '.join(config.DISTRIBUTIONS)})")),
         ("matrix lock", "--release", dict(type=release, action="append", help=f"a base release; "

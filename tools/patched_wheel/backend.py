@@ -2,9 +2,9 @@
 
 pip, ``python -m build`` and uv call these hooks. They hand the base that the environment
 chooses (``TORCHTRT_BASE_*``; ``config_settings`` are not read) to the functions the CLI's
-``build`` calls, so every route gives the same bytes; the METADATA hook answers with the patched
-wheel's, so that pip resolves torch and TensorRT as for the official wheel. A refusal is one
-line, ``error: ...``, and exit status 1.
+``build`` calls, so every route gives the same bytes. The optional hooks are left out, as PEP 517
+lets a backend do: nothing is needed beyond ``build-system.requires``, and a frontend reads the
+metadata from the built wheel (so pip resolves torch and TensorRT as for the official wheel).
 """
 
 from __future__ import annotations
@@ -14,22 +14,17 @@ import io
 import os
 import tarfile
 import tempfile
-import zipfile
 from pathlib import Path
-from typing import Dict, List, NoReturn, Optional, Union
+from typing import NoReturn, Optional
 
 from . import config
-from .config import PatchError  # the class one_line_errors catches (config re-exports it)
 from .fetch import installed_request
 from .lock import load_lock, open_base
-from .patch import build_origin, build_patched_wheel, patch_wheel, patched_version, read_overlay
+from .patch import build_origin, build_patched_wheel, patched_version, read_overlay
 from .provenance import REVISION_FILE, write_revision_file
-from .wheel import BaseWheel, parse_wheel_name
+from .wheel import parse_wheel_name
 
-ConfigSettings = Optional[Dict[str, Union[str, List[str], None]]]
-
-# The time of the sdist's members without SOURCE_DATE_EPOCH: fixed, so that two sdists of one
-# tree are the same bytes (1980-01-01, as the zip floor of the wheels).
+# The members' time without SOURCE_DATE_EPOCH (1980-01-01, as in the wheels): one tree, one sdist.
 SDIST_DEFAULT_MTIME = 315532800
 # The files of the repository an sdist carries besides the build tool's folder and the overlay.
 SDIST_FILES = ("pyproject.toml", "README.md", "LICENSE")
@@ -38,62 +33,28 @@ PKG_INFO = (
     "Summary: torch_tensorrt with the compile-memory fixes, patched into the official wheel\n"
     "Requires-Python: >=3.10\n"
 )
-EDITABLE_REFUSED = (
-    "error: an editable install of torch_tensorrt is not possible here: the patched wheel is "
-    "the official wheel with one file replaced, so there is no source tree to edit in place; "
-    "install it with 'pip install .' (without -e)"
-)
-
-
-def _base_from_environment() -> BaseWheel:
-    """The base the environment chooses; a local install's is refused (pip's temporary folder
-    would not keep the original that the way back needs)."""
-    base = open_base(config.choice_from_environment(os.environ), lock=load_lock())
-    if base.local_install:
-        raise PatchError(
-            f"{base.filename} is a local install that no official wheel matches; build it with "
-            "'python tools/patched_wheel build --release installed', which keeps the original "
-            "beside the patched wheel for the way back"
-        )
-    return base
-
-
-def get_requires_for_build_wheel(config_settings: ConfigSettings = None) -> List[str]:
-    """Nothing beyond ``build-system.requires``, for the wheel and the sdist."""
-    return []
-
-
-get_requires_for_build_sdist = get_requires_for_build_wheel
-
-
-def prepare_metadata_for_build_wheel(
-    metadata_directory: str, config_settings: ConfigSettings = None
-) -> str:
-    """Write ``<name>-<version>.dist-info/METADATA`` as the patched wheel will carry it."""
-    with config.one_line_errors():
-        base = _base_from_environment()
-        overlay, data = read_overlay()
-        patched = patch_wheel(base, overlay, origin=build_origin(data))
-        dist_info = patched.filename.split("-")[0] + "-" + patched.record.version + ".dist-info"
-        metadata = zipfile.ZipFile(io.BytesIO(patched.data)).read(f"{dist_info}/METADATA")
-        config.write_atomically(Path(metadata_directory) / dist_info / "METADATA", metadata)
-    return dist_info
 
 
 def build_wheel(
     wheel_directory: str,
-    config_settings: ConfigSettings = None,
+    config_settings: object = None,
     metadata_directory: Optional[str] = None,
 ) -> str:
     """Write the patched wheel of the chosen base into ``wheel_directory``; its file name."""
     with config.one_line_errors():
-        base = _base_from_environment()
+        base = open_base(config.choice_from_environment(os.environ), lock=load_lock())
+        if base.local_install:  # pip's temporary folder would not keep the original
+            raise config.PatchError(  # the class one_line_errors catches, re-exported by config
+                f"{base.filename} is a local install that no official wheel matches; build it "
+                "with 'python tools/patched_wheel build --release installed', which keeps the "
+                "original beside the patched wheel for the way back"
+            )
         patched = build_patched_wheel(base, out_dir=Path(wheel_directory))
         print(f"patched wheel: {patched.name}")
     return patched.name
 
 
-def build_sdist(sdist_directory: str, config_settings: ConfigSettings = None) -> str:
+def build_sdist(sdist_directory: str, config_settings: object = None) -> str:
     """Write ``torch_tensorrt-<patched version>.tar.gz``: the tree the build needs, reproducibly,
     with ``.source-revision.json`` for the provenance of a wheel built where there is no git."""
     with config.one_line_errors():
@@ -125,8 +86,7 @@ def build_sdist(sdist_directory: str, config_settings: ConfigSettings = None) ->
             with tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as tar:
                 for name, data in sorted(members.items()):
                     info = tarfile.TarInfo(f"{top}/{name}")
-                    info.size, info.mtime, info.mode = len(data), mtime, 0o644
-                    info.uid, info.gid, info.uname, info.gname = 0, 0, "", ""
+                    info.size, info.mtime = len(data), mtime  # mode 0o644, owner 0: defaults
                     tar.addfile(info, io.BytesIO(data))
         config.write_atomically(Path(sdist_directory) / f"{top}.tar.gz", sdist.getvalue())
     return f"{top}.tar.gz"
@@ -134,7 +94,11 @@ def build_sdist(sdist_directory: str, config_settings: ConfigSettings = None) ->
 
 def build_editable(*args: object, **kwargs: object) -> NoReturn:
     """Refused, as the other editable hooks are: a patched wheel has no tree to edit in place."""
-    raise SystemExit(EDITABLE_REFUSED)
+    raise SystemExit(
+        "error: an editable install of torch_tensorrt is not possible here: the patched wheel is "
+        "the official wheel with one file replaced, so there is no source tree to edit in place; "
+        "install it with 'pip install .' (without -e)"
+    )
 
 
 get_requires_for_build_editable = prepare_metadata_for_build_editable = build_editable

@@ -34,8 +34,6 @@ from . import PatchError as PatchError  # re-exported: the class one_line_errors
 
 logger = logging.getLogger("patched_wheel")
 
-MiB = 1 << 20
-
 # --- Places -----------------------------------------------------------------------------------
 REPOSITORY = Path(__file__).resolve().parents[2]
 OVERLAY_PATH = "py/torch_tensorrt/dynamo/utils.py"  # as git names it
@@ -69,11 +67,9 @@ LABEL_NAME = "memfix1"
 UNLOCKED_OPT_IN = "set TORCHTRT_BASE_UNLOCKED=1 (or pass build --unlocked)"
 INSTALLED = "installed"
 # The largest wheel the tool reads (the official ones are 4-5 MB): what a hostile file costs.
+MiB = 1 << 20
 MAX_WHEEL_BYTES = 1 << 30
-
-
-class InvalidValue(ValueError, argparse.ArgumentTypeError):
-    """A value a check refuses: argparse prints its message, the environment reader a PatchError."""
+InvalidValue = argparse.ArgumentTypeError  # a check's refusal, which argparse prints as it is
 
 
 def supported_releases_text(distribution: str = PROJECT) -> str:
@@ -82,10 +78,9 @@ def supported_releases_text(distribution: str = PROJECT) -> str:
 
 def canonical_release(value: str) -> str:
     """``value`` if it is a canonical release such as ``2.14.0`` (or ``2.9.0+cu128``)."""
-    try:
+    version = Version("0")  # not a version: refused below, as one not of three numbers
+    with contextlib.suppress(InvalidVersion):
         version = Version(value.strip())
-    except InvalidVersion:
-        version = Version("0")  # not three numbers: refused below
     plain = not (version.epoch or version.pre or version.post or version.dev)
     if plain and len(version.release) == 3:
         if str(version) == value:
@@ -192,9 +187,8 @@ def unlocked_from_environment(environ: Mapping[str, str]) -> bool:
         if name not in VARIABLES and (upper.startswith("TORCHTRT_BASE_") or near):
             near = near or difflib.get_close_matches(upper, VARIABLES, n=1, cutoff=0.0)
             guess = ALIASES.get(upper, near[0])
-            why = "is not a variable of the build"
-            if upper != name:
-                why = "is not read: environment variables are case-sensitive"
+            unread = "is not read: environment variables are case-sensitive"
+            why = unread if upper != name else "is not a variable of the build"
             raise PatchError(f"{name} {why}; did you mean {guess}? Rename or unset it")
     value = environ.get("TORCHTRT_BASE_UNLOCKED", "")
     if value not in ("", "0", "1"):
@@ -202,32 +196,32 @@ def unlocked_from_environment(environ: Mapping[str, str]) -> bool:
     return value == "1"
 
 
-def choice_from_environment(environ: Mapping[str, str]) -> BaseChoice:
-    """The base the environment asks for (see the module docstring), or a refusal."""
-    unlocked = unlocked_from_environment(environ)
-    values: Dict[str, Optional[str]] = {}
-    for name, check in REQUEST_VARIABLES.items():
-        try:
-            values[name] = check(environ[name]) if environ.get(name) else None
-        except ValueError as error:
-            raise PatchError(f"{name}={error}") from None
-    if environ.get("TORCHTRT_BASE_WHEEL"):
-        others = [name for name, value in values.items() if value]
-        if others:
-            raise PatchError(
-                f"TORCHTRT_BASE_WHEEL is set together with {', '.join(others)}; the wheel's "
-                "name already fixes release, platform and Python, so unset the others"
-            )
-        path = Path(environ["TORCHTRT_BASE_WHEEL"]).expanduser()
-        return BaseChoice(wheel=path, wheel_source="TORCHTRT_BASE_WHEEL", unlocked=unlocked)
-    names = "TORCHTRT_BASE_VERSION=installed with TORCHTRT_BASE_PLATFORM or _PYTHON"
-    return request_choice(list(values.values()), unlocked=unlocked, names=names)
-
-
-def request_choice(values: Sequence[Optional[str]], *, unlocked: bool, names: str) -> BaseChoice:
-    """The choice of (release or ``installed``, platform, Python, distribution), each optional;
-    ``names`` says how the user gave them, for the message when they contradict."""
-    release, platform, python, distribution = values
+def choice_from_environment(
+    environ: Mapping[str, str], given: Sequence[Optional[str]] = (), *, unlocked: bool = False
+) -> BaseChoice:
+    """The base that ``build``'s options ask for (``given``: release or ``installed``, platform,
+    Python, distribution), else the environment (see the module docstring); or a refusal."""
+    names = "--release installed with --platform or --python"
+    if not any(given):
+        unlocked = unlocked_from_environment(environ) or unlocked
+        values: Dict[str, Optional[str]] = {}
+        for name, check in REQUEST_VARIABLES.items():
+            try:
+                values[name] = check(environ[name]) if environ.get(name) else None
+            except InvalidValue as error:
+                raise PatchError(f"{name}={error}") from None
+        if environ.get("TORCHTRT_BASE_WHEEL"):
+            others = [name for name, value in values.items() if value]
+            if others:
+                raise PatchError(
+                    f"TORCHTRT_BASE_WHEEL is set together with {', '.join(others)}; the wheel's "
+                    "name already fixes release, platform and Python, so unset the others"
+                )
+            path = Path(environ["TORCHTRT_BASE_WHEEL"]).expanduser()
+            return BaseChoice(wheel=path, wheel_source="TORCHTRT_BASE_WHEEL", unlocked=unlocked)
+        given = list(values.values())
+        names = "TORCHTRT_BASE_VERSION=installed with TORCHTRT_BASE_PLATFORM or _PYTHON"
+    release, platform, python, distribution = given
     if release == INSTALLED and (platform or python):
         raise PatchError(
             f"{names}: 'installed' takes the platform and Python of the installed "
@@ -264,9 +258,8 @@ def one_line_errors() -> Iterator[None]:
     except PatchError as error:
         raise SystemExit(f"error: {escaped(str(error))}") from None
     except KeyboardInterrupt as error:  # Ctrl-C, or one that signals_unwind raises
-        signum = int(error.args[0]) if error.args else signal.SIGINT
-        name = signal.Signals(signum).name
-        print(f"error: interrupted by {name}; nothing half-written is left", file=sys.stderr)
+        signum = signal.Signals(int(error.args[0]) if error.args else signal.SIGINT)
+        print(f"error: interrupted by {signum.name}; nothing half-written is left", file=sys.stderr)
         raise SystemExit(128 + signum) from None
     finally:
         logger.handlers[:], logger.level, logger.propagate = saved

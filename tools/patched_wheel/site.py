@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Dict, List, NamedTuple, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
@@ -28,18 +28,9 @@ logger = logging.getLogger(__name__)
 
 # What the docs build imports, as docsrc/Makefile puts it on PYTHONPATH.
 DOCS_IMPORTED_FOLDERS = ("py", "docsrc/_ext", "tools", "benchmarks")
-# docsrc/Makefile's SPHINXOPTS (a test keeps the two the same): warnings are errors, all
-# reported, and every internal reference must resolve.
+# docsrc/Makefile's SPHINXOPTS (a test keeps them the same): warnings, all shown, and broken
+# references fail the build.
 SPHINX_OPTIONS = ("-W", "--keep-going", "-n")
-# The name of the fork's index in the project-manager recipes (uv, poetry, pdm).
-INDEX_NAME = "torchtrt-memfix"
-
-
-class Project(NamedTuple):
-    """A project of the index: its name and the patched versions it offers, newest first."""
-
-    name: str
-    versions: List[str]
 
 
 def build_site(out: Path, *, matrix_options: Sequence[str] = ()) -> None:
@@ -85,8 +76,8 @@ def build_site(out: Path, *, matrix_options: Sequence[str] = ()) -> None:
     finally:
         if staging.exists():
             shutil.rmtree(staging)
-    for project in projects:
-        logger.info("%s: %s", project.name, ", ".join(project.versions))
+    for name, versions in projects.items():
+        logger.info("%s: %s", name, ", ".join(versions))
     logger.info("site in %s; open %s", out, (out / "index.html").resolve().as_uri())
 
 
@@ -108,45 +99,26 @@ def _run_step(what: str, command: List[str], environment: Optional[Dict[str, str
         )
 
 
-def read_projects(simple: Path) -> List[Project]:
-    """The projects of a PEP 503 index folder and their versions, read from its pages (the
-    index is the one account of what the site offers)."""
+def read_projects(simple: Path) -> Dict[str, List[str]]:
+    """The projects of a PEP 503 index folder, by name, and their versions, newest first, read
+    from its pages (the index is the one account of what the site offers)."""
 
     def link_texts(page: Path) -> List[str]:  # as the tool's index writes its pages
         links = re.findall(r"<a\b[^>]*>(.*?)</a>", page.read_text(encoding="utf-8"), re.S)
         return [html.unescape(text).strip() for text in links]
 
-    projects = []
-    for text in link_texts(simple / "index.html"):
-        name = canonicalize_name(text)
+    projects: Dict[str, List[str]] = {}
+    for name in sorted(canonicalize_name(text) for text in link_texts(simple / "index.html")):
         wheels = link_texts(simple / name / "index.html")
         versions = sorted({parse_wheel_filename(wheel)[1] for wheel in wheels}, reverse=True)
-        projects.append(Project(name, [str(version) for version in versions]))
-    return sorted(projects, key=lambda project: project.name)
+        projects[name] = [str(version) for version in versions]
+    return projects
 
 
-def uv_recipe(project: str, version: str, index_url: str) -> str:
-    """The ``pyproject.toml`` lines that take ``project`` alone from the fork's index."""
-    return f"""\
-[project]
-dependencies = ["{project}=={version}"]
-
-[[tool.uv.index]]
-name = "{INDEX_NAME}"
-url = "{index_url}"
-explicit = true
-
-[tool.uv.sources]
-{project} = {{ index = "{INDEX_NAME}" }}
-"""
-
-
-# What stands for the index's address in the install lines until the page's script replaces it
-# with the address the page was opened at (a relative URL is not one pip or uv accepts).
+# What stands for the index's address in the install lines until the landing page's script
+# fills in the address the page was opened at: that works on any host and from file://, and names
+# the address the reader used (a relative URL is not one pip or uv accepts).
 INDEX_URL_PLACEHOLDER = "https://<this site>/simple/"
-
-# The landing page. Its script fills every install line with the index's address, from the
-# page's own: that works on any host and from file://, and names the address the reader used.
 PAGE = """\
 <!DOCTYPE html>
 <html lang="en">
@@ -165,9 +137,8 @@ pre {{ background: #f4f4f4; padding: 0.75rem; overflow-x: auto; }}
 fixes for the memory a compile takes spliced into <code>torch_tensorrt/dynamo/utils.py</code>, \
 every other file unchanged. The package index is <a href="simple/index.html">here</a>; the \
 <a href="docs/index.html">documentation</a> says what the fixes do and what they cost; its \
-<a href="docs/getting_started/installation.html#install-project-managers">\
-install page</a> gives the lines for poetry and pdm, and what each tool \
-does when this index cannot be reached.</p>
+<a href="docs/getting_started/installation.html#install-project-managers">install page</a> gives \
+the lines for poetry and pdm, and what each tool does when this index cannot be reached.</p>
 {sections}<p><a href="supported_matrix.json">What was built</a>, per release, platform and \
 Python.</p>
 <noscript><p>Replace {placeholder} with this page's address (without <code>index.html</code>) \
@@ -181,22 +152,35 @@ for (const element of document.querySelectorAll(".index-url")) element.textConte
 """
 
 
-def landing_page(projects: Sequence[Project]) -> str:
+# A project's part of the landing page; its uv recipe names the index as the install page's do.
+SECTION = """\
+<h2>{name}</h2>
+<p>Patched versions: {versions} (<a href="simple/{name}/index.html">the files, with their \
+sha256</a>).</p>
+<p>With pip, the index as an extra one, so that torch and TensorRT still come from PyPI:</p>
+<pre>pip install --extra-index-url {url} &quot;{name}=={newest}&quot;</pre>
+<p>In a uv project, <code>pyproject.toml</code>: the index is explicit, so only {name} comes \
+from it and everything else from PyPI:</p>
+<pre>[project]
+dependencies = [&quot;{name}=={newest}&quot;]
+
+[[tool.uv.index]]
+name = &quot;torchtrt-memfix&quot;
+url = &quot;{url}&quot;
+explicit = true
+
+[tool.uv.sources]
+{name} = {{ index = &quot;torchtrt-memfix&quot; }}
+</pre>
+"""
+
+
+def landing_page(projects: Mapping[str, Sequence[str]]) -> str:
     """The site's ``index.html``: what the site is, the install lines, relative links only."""
     placeholder = html.escape(INDEX_URL_PLACEHOLDER)
     url = f'<span class="index-url">{placeholder}</span>'
     sections = []
-    for project in projects:
-        name, newest = html.escape(project.name), project.versions[0]
-        requirement = html.escape(f'"{project.name}=={newest}"')
-        recipe = html.escape(uv_recipe(project.name, newest, INDEX_URL_PLACEHOLDER))
-        sections.append(
-            f"<h2>{name}</h2>\n<p>Patched versions: {html.escape(', '.join(project.versions))} "
-            f'(<a href="simple/{name}/index.html">the files, with their sha256</a>).</p>\n'
-            "<p>With pip, the index as an extra one, so that torch and TensorRT still come "
-            f"from PyPI:</p>\n<pre>pip install --extra-index-url {url} {requirement}</pre>\n"
-            "<p>In a uv project, <code>pyproject.toml</code>: the index is explicit, so only "
-            f"{name} comes from it and everything else from PyPI:</p>\n"
-            f"<pre>{recipe.replace(placeholder, url)}</pre>\n"
-        )
+    for project, versions in projects.items():
+        name, newest, listed = map(html.escape, (project, versions[0], ", ".join(versions)))
+        sections.append(SECTION.format(name=name, versions=listed, newest=newest, url=url))
     return PAGE.format(sections="".join(sections), placeholder=placeholder)
