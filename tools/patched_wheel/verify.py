@@ -56,12 +56,9 @@ class Verification:
         lines = self.lines if full_diff else self.lines[:SHOWN_DIFFERENCES]
         hidden = len(self.lines) - len(lines)
         more = [f"... {hidden} more lines (--full-diff shows them)"] if hidden else []
-        head = [
-            f"patched wheel:  {config.escaped(self.filename)}",
-            f"sha256:         {self.sha256}",
-        ]
-        head += provenance.format_record(self.record).splitlines() if self.record else []
-        return "\n".join(head + lines + more + [self.verdict])
+        head = f"patched wheel:  {config.escaped(self.filename)}\nsha256:         {self.sha256}"
+        record = [provenance.format_record(self.record)] if self.record else []
+        return "\n".join([head, *record, *lines, *more, self.verdict])
 
     def refused(self, why: str) -> Verification:
         self.verdict = f"NOT verified: {config.escaped(why)}; do not install it"
@@ -213,12 +210,9 @@ def verify_bytes(
 
     # 2. A release: a clean build of a main branch revision, under that revision's number.
     number, development = label_parts(record.label)
-    revision = record.revision
+    revision, overlay_id = record.revision, record.overlay_sha256[:12]
     if development is not None:
-        return refuse(
-            f"a development build of overlay {record.overlay_sha256[:12]}, not a release of "
-            "this fork"
-        )
+        return refuse(f"a development build of overlay {overlay_id}, not a release of this fork")
     if number is None or revision == provenance.UNKNOWN or record.dirty is not False:
         why = "a build that names no clean revision (its record), not a release of this fork"
         return refuse(why)
@@ -235,7 +229,7 @@ def verify_bytes(
     if hashlib.sha256(overlay_data).hexdigest() != record.overlay_sha256:
         why = f"its overlay is not revision {revision}'s, though its record says so: altered"
         return refuse(why)
-    if releases.number_of(record.overlay_sha256) != number:
+    if releases.get(record.overlay_sha256) != number:
         return refuse(f"an overlay this repository never released as +{record.label}")
     given = None if overlay is None else config.read_file(overlay, what="--overlay")
     if given is not None and hashlib.sha256(given).hexdigest() != record.overlay_sha256:
