@@ -27,7 +27,6 @@ from .wheel import is_wheel_filename, parse_wheel_name
 
 REVISION_FILE = ".source-revision.json"
 UNKNOWN = "unknown"
-RECORD_MEMBER = "sboms/patched_wheel.cdx.json"
 TOOL_NAME = "patched_wheel"
 # The record's word for a base made from an installed distribution's files (no official file).
 LOCAL_INSTALL = "local-install"
@@ -136,7 +135,7 @@ class ProvenanceRecord(NamedTuple):
 
 
 def record_member(dist_info: str) -> str:
-    return f"{dist_info}/{RECORD_MEMBER}"
+    return f"{dist_info}/sboms/patched_wheel.cdx.json"
 
 
 def record_bytes(record: ProvenanceRecord) -> bytes:
@@ -152,6 +151,7 @@ def record_bytes(record: ProvenanceRecord) -> bytes:
         "source_date_epoch": record.source_date_epoch,
         "base": LOCAL_INSTALL if record.local_install else None,
     }
+    properties = [{"name": _NAMESPACE + k, "value": v} for k, v in values.items() if v is not None]
     purl = f"pkg:pypi/{base.name}@{quote(record.version, safe='')}"
     base_purl = f"pkg:pypi/{base.name}@{quote(base.written_version, safe='')}"
     ancestor = {
@@ -171,9 +171,7 @@ def record_bytes(record: ProvenanceRecord) -> bytes:
         "version": record.version,
         "purl": purl,
         "pedigree": pedigree,
-        "properties": [
-            {"name": _NAMESPACE + k, "value": v} for k, v in values.items() if v is not None
-        ],
+        "properties": properties,
     }
     tool = {
         "type": "application",
@@ -187,10 +185,9 @@ def record_bytes(record: ProvenanceRecord) -> bytes:
 
 
 def parse_record(data: bytes, what: str) -> ProvenanceRecord:
-    """The record in ``data`` (``what`` names where it came from), read within
-    :data:`MAX_RECORD_BYTES`; a PatchError of one line for anything :func:`record_bytes` would
-    not write. Its fields are checked before any reaches a message, a terminal or git's command
-    line, and the bytes last."""
+    """The record in ``data`` (``what`` names where it came from); a PatchError of one line for
+    anything :func:`record_bytes` would not write, the fields checked before any reaches a
+    message, a terminal or git's command line, and the bytes last."""
     try:  # within the cap, json's own depth limit ends a deep nesting in RecursionError
         if len(data) > MAX_RECORD_BYTES:
             raise PatchError(f"larger than {MAX_RECORD_BYTES >> 10} KiB")

@@ -117,9 +117,8 @@ def differences(candidate: bytes, rebuilt: bytes) -> List[str]:
 def _rebuild_from_history(
     repository: Path, record: provenance.ProvenanceRecord, base: Path
 ) -> bytes:
-    """The wheel as revision ``record.revision``'s own tool builds it, run from ``git
-    archive`` of that revision (a main branch commit), with a lock of the one base and the
-    recorded settings."""
+    """The wheel as the own tool of ``record.revision`` (a main branch commit) builds it from
+    ``git archive``, with a lock of the one base and the recorded settings."""
     revision = record.revision
     with tempfile.TemporaryDirectory(prefix="patched-wheel-verify-") as folder:
         tree, out, lock = Path(folder) / "tree", Path(folder) / "out", Path(folder) / "lock.json"
@@ -148,9 +147,8 @@ def _rebuild_from_history(
 
 
 def read_record(data: bytes, filename: str) -> provenance.ProvenanceRecord:
-    """The provenance record of the wheel whose bytes are ``data``, and nothing else of it:
-    one member, read within :data:`~.provenance.MAX_RECORD_BYTES`, checked; a PatchError of
-    one line for a wheel without a record or with one this tool never writes."""
+    """The provenance record of the wheel whose bytes are ``data``, and nothing else of it; a
+    PatchError of one line for a wheel without a record or with one this tool never writes."""
     member = provenance.record_member(parse_wheel_name(filename).dist_info)
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive, archive.open(member) as stream:

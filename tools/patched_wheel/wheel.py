@@ -189,8 +189,7 @@ class BaseWheel:
 
 
 class Entry(NamedTuple):
-    """One member of the wheel to write: its name, time, mode bits (the zip's external
-    attributes and creating system) and its bytes, stored or as the base compressed them."""
+    """One member of the wheel to write; its bytes stored, or as the base compressed them."""
 
     name: str
     date_time: DateTime
