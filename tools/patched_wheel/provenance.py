@@ -17,9 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 from urllib.parse import parse_qs, quote
 
 from . import PatchError, config
@@ -28,7 +27,6 @@ from .wheel import is_wheel_filename, parse_wheel_name
 
 REVISION_FILE = ".source-revision.json"
 UNKNOWN = "unknown"
-RECORD_MEMBER = "sboms/patched_wheel.cdx.json"
 TOOL_NAME = "patched_wheel"
 # The record's word for a base made from an installed distribution's files (no official file).
 LOCAL_INSTALL = "local-install"
@@ -40,8 +38,7 @@ _NAMESPACE = "patched_wheel:"
 _TOOL_SOURCES = Path(__file__).resolve().parent
 
 
-@dataclass(frozen=True)
-class SourceRevision:
+class SourceRevision(NamedTuple):
     """A commit, and whether the overlay and tool differed from it (``None``: unknown)."""
 
     revision: str
@@ -116,13 +113,12 @@ def write_revision_file(
     it vouches for into ``destination``'s revision file, for a tree without ``.git``."""
     revision = revision or source_revision(repository)
     files = {p: hashlib.sha256(d).hexdigest() for p, d in _tree_files(repository, None).items()}
-    document = json.dumps({**asdict(revision), "files": files}, indent=1) + "\n"
+    document = json.dumps({**revision._asdict(), "files": files}, indent=1) + "\n"
     config.write_text_atomically(Path(destination) / REVISION_FILE, document)
     return revision
 
 
-@dataclass(frozen=True)
-class ProvenanceRecord:
+class ProvenanceRecord(NamedTuple):
     """What a patched wheel says of where it came from (see the module docstring)."""
 
     version: str
@@ -139,7 +135,7 @@ class ProvenanceRecord:
 
 
 def record_member(dist_info: str) -> str:
-    return f"{dist_info}/{RECORD_MEMBER}"
+    return f"{dist_info}/sboms/patched_wheel.cdx.json"
 
 
 def record_bytes(record: ProvenanceRecord) -> bytes:
@@ -155,6 +151,7 @@ def record_bytes(record: ProvenanceRecord) -> bytes:
         "source_date_epoch": record.source_date_epoch,
         "base": LOCAL_INSTALL if record.local_install else None,
     }
+    properties = [{"name": _NAMESPACE + k, "value": v} for k, v in values.items() if v is not None]
     purl = f"pkg:pypi/{base.name}@{quote(record.version, safe='')}"
     base_purl = f"pkg:pypi/{base.name}@{quote(base.written_version, safe='')}"
     ancestor = {
@@ -174,9 +171,7 @@ def record_bytes(record: ProvenanceRecord) -> bytes:
         "version": record.version,
         "purl": purl,
         "pedigree": pedigree,
-        "properties": [
-            {"name": _NAMESPACE + k, "value": v} for k, v in values.items() if v is not None
-        ],
+        "properties": properties,
     }
     tool = {
         "type": "application",
@@ -189,29 +184,14 @@ def record_bytes(record: ProvenanceRecord) -> bytes:
     return (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8")
 
 
-def _problem(record: ProvenanceRecord, data: bytes) -> Optional[str]:
-    """What a record of this tool never holds, or ``None``: checked before any field reaches
-    a message, a terminal or git's command line, and the bytes last."""
-    texts: List[Any] = [record.version, record.label, record.base_wheel, *record.fixes]
-    if not all(isinstance(t, str) and t.isascii() and t.isprintable() for t in texts):
-        return "a text field holds what no build writes"
-    revision = record.revision
-    if not (isinstance(revision, str) and (revision == UNKNOWN or _COMMIT.fullmatch(revision))):
-        return f"its revision is neither a full git commit id nor {UNKNOWN!r}"
-    if not all(map(is_sha256_hex, (record.base_sha256, record.overlay_sha256, record.tool_sha256))):
-        return "a digest is not a sha256 in hex"
-    if not is_wheel_filename(record.base_wheel):
-        return "its base wheel is not a wheel's file name"
-    return None if record_bytes(record) == data else "fields added, changed or reformatted"
-
-
 def parse_record(data: bytes, what: str) -> ProvenanceRecord:
-    """The record in ``data`` (``what`` names where it came from), read within
-    :data:`MAX_RECORD_BYTES`; a PatchError of one line for anything :func:`record_bytes` would
-    not write."""
-    problem = f"larger than {MAX_RECORD_BYTES >> 10} KiB" if len(data) > MAX_RECORD_BYTES else None
+    """The record in ``data`` (``what`` names where it came from); a PatchError of one line for
+    anything :func:`record_bytes` would not write, the fields checked before any reaches a
+    message, a terminal or git's command line, and the bytes last."""
     try:  # within the cap, json's own depth limit ends a deep nesting in RecursionError
-        document = json.loads(data[: MAX_RECORD_BYTES + 1].decode("utf-8"))
+        if len(data) > MAX_RECORD_BYTES:
+            raise PatchError(f"larger than {MAX_RECORD_BYTES >> 10} KiB")
+        document = json.loads(data.decode("utf-8"))
         component = document["metadata"]["component"]
         ancestor = component["pedigree"]["ancestors"][0]
         properties = {p["name"][len(_NAMESPACE) :]: p["value"] for p in component["properties"]}
@@ -229,17 +209,28 @@ def parse_record(data: bytes, what: str) -> ProvenanceRecord:
             source_date_epoch=properties.get("source_date_epoch"),
             local_install=properties.get("base") == LOCAL_INSTALL,
         )
-        problem = problem or _problem(record, data)
+        texts: List[Any] = [record.version, record.label, record.base_wheel, *record.fixes]
+        digests = (record.base_sha256, record.overlay_sha256, record.tool_sha256)
+        revision = record.revision
+        if not all(isinstance(t, str) and t.isascii() and t.isprintable() for t in texts):
+            raise PatchError("a text field holds what no build writes")
+        if not (isinstance(revision, str) and (revision == UNKNOWN or _COMMIT.fullmatch(revision))):
+            raise PatchError(f"its revision is neither a full git commit id nor {UNKNOWN!r}")
+        if not all(map(is_sha256_hex, digests)):
+            raise PatchError("a digest is not a sha256 in hex")
+        if not is_wheel_filename(record.base_wheel):
+            raise PatchError("its base wheel is not a wheel's file name")
+        if record_bytes(record) != data:
+            raise PatchError("fields added, changed or reformatted")
+        return record
     except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError) as error:
-        problem = problem or f"{type(error).__name__}: {str(error)[:200]}"
+        problem = f"{type(error).__name__}: {str(error)[:200]}"
     except PatchError as error:
-        problem = problem or str(error)
-    if problem is not None:
-        raise PatchError(
-            f"{what}: not a provenance record this tool writes ({problem}); the wheel's record "
-            "was altered or made by something else"
-        )
-    return record
+        problem = str(error)
+    raise PatchError(
+        f"{what}: not a provenance record this tool writes ({problem}); the wheel's record "
+        "was altered or made by something else"
+    )
 
 
 def format_record(record: ProvenanceRecord) -> str:

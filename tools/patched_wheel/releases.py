@@ -15,9 +15,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Optional, Set, Tuple
+from typing import Dict, Mapping, Optional, Set, Tuple
 
 from packaging.version import InvalidVersion, Version
 
@@ -45,32 +44,18 @@ def is_sha256_hex(text: object) -> bool:
     return isinstance(text, str) and re.fullmatch(r"[0-9a-f]{64}", text) is not None
 
 
-@dataclass(frozen=True)
-class OverlayReleases:
-    """Number -> sha256 of every released overlay."""
-
-    by_number: Mapping[int, str]
-
-    @property
-    def newest(self) -> int:
-        """The newest number; 1 (the unnumbered ``memfix1`` wheels) when none is registered."""
-        return max(self.by_number, default=1)
-
-    def number_of(self, sha256: str) -> Optional[int]:
-        return next((number for number, known in self.by_number.items() if known == sha256), None)
-
-
 def release_label(number: int) -> str:
     return f"{config.LABEL_NAME}.{number}"
 
 
-def label_for(overlay_sha256: str, releases: OverlayReleases, *, clean: bool) -> str:
+def label_for(overlay_sha256: str, releases: Mapping[str, int], *, clean: bool) -> str:
     """The release label of a registered overlay built from its own revision (``clean``);
     else a development label, with a warning that says why."""
-    number = releases.number_of(overlay_sha256)
+    number = releases.get(overlay_sha256)
     if number is not None and clean:
         return release_label(number)
-    label = f"{config.LABEL_NAME}.dev{releases.newest}.g{overlay_sha256[:DEV_DIGITS]}"
+    newest = max(releases.values(), default=1)  # 1: the unnumbered memfix1 wheels
+    label = f"{config.LABEL_NAME}.dev{newest}.g{overlay_sha256[:DEV_DIGITS]}"
     why = "not a released one" if number is None else "not the revision's own overlay and tool"
     logger.warning(
         "the overlay (sha256 %s) is %s, so the wheel is labelled +%s, a development build "
@@ -102,24 +87,23 @@ def label_parts(label: str) -> Tuple[Optional[int], Optional[str]]:
     return None, match["old"] or match["sha"]
 
 
-def releases_from_bytes(data: bytes, where: str) -> OverlayReleases:
-    """The registry in ``data`` (``where`` names it in messages)."""
+def releases_from_bytes(data: bytes, where: str) -> Dict[str, int]:
+    """The registry in ``data`` as sha256 -> number (``where`` names it in messages)."""
     try:
         entries = json.loads(data.decode("utf-8"))["overlays"]
         assert isinstance(entries, dict)
     except (ValueError, KeyError, TypeError, AssertionError, RecursionError):
         raise PatchError(f"{where} is not a registry of overlays; restore it from git") from None
-    by_number = {}
     for number, sha256 in entries.items():
         if not (re.fullmatch(r"[2-9]|[1-9][0-9]+", number) and is_sha256_hex(sha256)):  # from 2
             raise PatchError(f"{where}: {number!r}: {sha256!r} is not an overlay number and sha256")
-        by_number[int(number)] = sha256
-    if len(set(by_number.values())) != len(by_number):
+    numbers = {sha256: int(number) for number, sha256 in entries.items()}
+    if len(numbers) != len(entries):
         raise PatchError(f"{where} registers one overlay under two numbers; keep the first")
-    return OverlayReleases(by_number)
+    return numbers
 
 
-def load_overlay_releases(path: Path = config.OVERLAY_RELEASES_FILE) -> OverlayReleases:
+def load_overlay_releases(path: Path = config.OVERLAY_RELEASES_FILE) -> Dict[str, int]:
     try:
         data = Path(path).read_bytes()
     except OSError as error:
@@ -132,12 +116,11 @@ def register_overlay(
 ) -> Tuple[int, bool]:
     """Release the overlay with this sha256 under the next number (or say its number)."""
     releases = load_overlay_releases(path)
-    known = releases.number_of(overlay_sha256)
-    if known is not None:
-        return known, False
-    number = releases.newest + 1
-    by_number = {**releases.by_number, number: overlay_sha256}
-    document = {"about": _ABOUT, "overlays": {str(n): s for n, s in sorted(by_number.items())}}
+    if overlay_sha256 in releases:
+        return releases[overlay_sha256], False
+    number = max(releases.values(), default=1) + 1
+    by_number = sorted((n, s) for s, n in releases.items()) + [(number, overlay_sha256)]
+    document = {"about": _ABOUT, "overlays": {str(n): s for n, s in by_number}}
     config.write_text_atomically(Path(path), json.dumps(document, indent=2) + "\n")
     return number, True
 
@@ -151,7 +134,7 @@ def main_history(repository: Path) -> Set[str]:
     return set()
 
 
-def released_at(repository: Path, revision: str) -> Tuple[bytes, OverlayReleases]:
+def released_at(repository: Path, revision: str) -> Tuple[bytes, Dict[str, int]]:
     """(the overlay's bytes, the registry) as committed at ``revision``, which has both."""
     registry_path = f"{config.TOOL_PATH}/{config.OVERLAY_RELEASES_FILE.name}"
     overlay, registry = (

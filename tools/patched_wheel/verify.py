@@ -56,12 +56,9 @@ class Verification:
         lines = self.lines if full_diff else self.lines[:SHOWN_DIFFERENCES]
         hidden = len(self.lines) - len(lines)
         more = [f"... {hidden} more lines (--full-diff shows them)"] if hidden else []
-        head = [
-            f"patched wheel:  {config.escaped(self.filename)}",
-            f"sha256:         {self.sha256}",
-        ]
-        head += provenance.format_record(self.record).splitlines() if self.record else []
-        return "\n".join(head + lines + more + [self.verdict])
+        head = f"patched wheel:  {config.escaped(self.filename)}\nsha256:         {self.sha256}"
+        record = [provenance.format_record(self.record)] if self.record else []
+        return "\n".join([head, *record, *lines, *more, self.verdict])
 
     def refused(self, why: str) -> Verification:
         self.verdict = f"NOT verified: {config.escaped(why)}; do not install it"
@@ -120,9 +117,8 @@ def differences(candidate: bytes, rebuilt: bytes) -> List[str]:
 def _rebuild_from_history(
     repository: Path, record: provenance.ProvenanceRecord, base: Path
 ) -> bytes:
-    """The wheel as revision ``record.revision``'s own tool builds it, run from ``git
-    archive`` of that revision (a main branch commit), with a lock of the one base and the
-    recorded settings."""
+    """The wheel as the own tool of ``record.revision`` (a main branch commit) builds it from
+    ``git archive``, with a lock of the one base and the recorded settings."""
     revision = record.revision
     with tempfile.TemporaryDirectory(prefix="patched-wheel-verify-") as folder:
         tree, out, lock = Path(folder) / "tree", Path(folder) / "out", Path(folder) / "lock.json"
@@ -151,9 +147,8 @@ def _rebuild_from_history(
 
 
 def read_record(data: bytes, filename: str) -> provenance.ProvenanceRecord:
-    """The provenance record of the wheel whose bytes are ``data``, and nothing else of it:
-    one member, read within :data:`~.provenance.MAX_RECORD_BYTES`, checked; a PatchError of
-    one line for a wheel without a record or with one this tool never writes."""
+    """The provenance record of the wheel whose bytes are ``data``, and nothing else of it; a
+    PatchError of one line for a wheel without a record or with one this tool never writes."""
     member = provenance.record_member(parse_wheel_name(filename).dist_info)
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive, archive.open(member) as stream:
@@ -213,12 +208,9 @@ def verify_bytes(
 
     # 2. A release: a clean build of a main branch revision, under that revision's number.
     number, development = label_parts(record.label)
-    revision = record.revision
+    revision, overlay_id = record.revision, record.overlay_sha256[:12]
     if development is not None:
-        return refuse(
-            f"a development build of overlay {record.overlay_sha256[:12]}, not a release of "
-            "this fork"
-        )
+        return refuse(f"a development build of overlay {overlay_id}, not a release of this fork")
     if number is None or revision == provenance.UNKNOWN or record.dirty is not False:
         why = "a build that names no clean revision (its record), not a release of this fork"
         return refuse(why)
@@ -235,7 +227,7 @@ def verify_bytes(
     if hashlib.sha256(overlay_data).hexdigest() != record.overlay_sha256:
         why = f"its overlay is not revision {revision}'s, though its record says so: altered"
         return refuse(why)
-    if releases.number_of(record.overlay_sha256) != number:
+    if releases.get(record.overlay_sha256) != number:
         return refuse(f"an overlay this repository never released as +{record.label}")
     given = None if overlay is None else config.read_file(overlay, what="--overlay")
     if given is not None and hashlib.sha256(given).hexdigest() != record.overlay_sha256:

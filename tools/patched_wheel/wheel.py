@@ -19,10 +19,9 @@ import struct
 import time
 import zipfile
 import zlib
-from dataclasses import dataclass
 from email.parser import BytesParser
 from email.policy import compat32
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from packaging.utils import InvalidWheelFilename, NormalizedName, parse_wheel_filename
 from packaging.version import InvalidVersion
@@ -63,8 +62,7 @@ def zip_date_time(epoch: Optional[str]) -> Optional[DateTime]:
     return date_time  # type: ignore[return-value]
 
 
-@dataclass(frozen=True)
-class WheelName:
+class WheelName(NamedTuple):
     """A wheel file name, parsed, with its parts as written (for the new name)."""
 
     name: NormalizedName
@@ -190,10 +188,8 @@ class BaseWheel:
             )
 
 
-@dataclass(frozen=True)
-class Entry:
-    """One member of the wheel to write: its name, time, mode bits (the zip's external
-    attributes and creating system) and its bytes, stored or as the base compressed them."""
+class Entry(NamedTuple):
+    """One member of the wheel to write; its bytes stored, or as the base compressed them."""
 
     name: str
     date_time: DateTime
