@@ -19,7 +19,6 @@ import sys
 import tempfile
 import zipfile
 from contextlib import suppress
-from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -52,25 +51,15 @@ UNREACHABLE = ("NewConnectionError", "Failed to establish a new connection", "Co
                "Temporary failure in name resolution", "Network is unreachable")  # fmt: skip
 # Files an installer writes into the .dist-info, which no wheel holds.
 _INSTALLER_FILES = ("INSTALLER", "REQUESTED", "direct_url.json", "RECORD")
-
-
-@dataclass(frozen=True)
-class Installed:
-    """A distribution of ``torch_tensorrt`` installed from a wheel, and where its files are."""
-
-    distribution: str
-    version: str
-    wheel_text: str
-    root: Path
-    dist_info: str  # "" where it has no RECORD (an egg or a develop install)
+# The installed torch_tensorrt: the base it stands for, its version, the folder its files are
+# relative to, its .dist-info folder's name ("" where it has no RECORD: an egg, a develop install).
+Installed = Tuple[config.BaseRequest, str, Path, str]
 
 
 def usable_cache(cache_dir: Path) -> Path:
     """``cache_dir``, created if missing; one line before any download if it cannot be."""
     try:
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        if not cache_dir.is_dir():
-            raise NotADirectoryError("not a folder")
+        cache_dir.mkdir(parents=True, exist_ok=True)  # raises where a file is in the way
     except OSError as error:
         raise PatchError(
             f"the cache folder {str(cache_dir)!r} cannot be used ({error.strerror or error}); "
@@ -106,11 +95,10 @@ def pip_download(
         # One line: whether the index was reached at all, else pip's own ERROR lines (the
         # lock's refresh reads "No matching distribution" and "(from versions: ...)" there).
         output = [line.strip() for line in (completed.stdout + completed.stderr).splitlines()]
-        errors = [line for line in output if line.startswith("ERROR:")]
+        errors = [line for line in output if line.startswith("ERROR:")][-2:]
+        shown = "; ".join(errors) or (output[-1] if output else f"{len(wheels)} wheels")
         if any(word in line for line in output for word in UNREACHABLE):
             shown = "the package index could not be reached (no network, or a wrong index URL)"
-        else:
-            shown = "; ".join(errors[-2:]) or (output[-1] if output else f"{len(wheels)} wheels")
         raise PatchError(
             f"pip could not download {request.describe()}: {shown}. Check the network and "
             "pip's index settings, or set TORCHTRT_BASE_WHEEL to a downloaded official wheel"
@@ -128,8 +116,7 @@ def downloaded_base(
 
 
 def cached_base(request: config.BaseRequest, name: str, sha256: str, cache_dir: Path) -> Path:
-    """The cache's file ``name`` (the official wheel for ``request``), downloaded if missing
-    (pip refuses bytes that are not ``sha256``; the reader checks them against the lock)."""
+    """The cache's file ``name`` (the official wheel for ``request``), downloaded if missing."""
     path = cache_dir / name
     if not path.is_file():
         data, downloaded = downloaded_base(request, cache_dir, sha256=sha256)
@@ -141,15 +128,15 @@ def cached_base(request: config.BaseRequest, name: str, sha256: str, cache_dir: 
 
 
 def find_installed() -> Installed:
-    """The installed ``torch_tensorrt`` (either distribution), outside pip's build isolation."""
+    """The installed ``torch_tensorrt`` (either distribution, outside pip's build isolation) and
+    the base it stands for: a patched wheel's, or a source build's own (``2.10.0a0+abc1234``)."""
     isolated = any(os.environ.get(name) for name in ("PIP_BUILD_TRACKER", "PIP_REQ_TRACKER"))
     hidden = ("PYTHONPATH", "PYTHONNOUSERSITE", "PYTHONHOME") if isolated else ()  # pip's isolation
     environ = {name: value for name, value in os.environ.items() if name not in hidden}
     try:
         completed = subprocess.run([sys.executable, "-c", _QUERY], env=environ,
                                    capture_output=True, text=True, check=True)  # fmt: skip
-        found = [Installed(str(n), str(v), str(w), Path(r), str(d))
-                 for n, v, w, r, d in json.loads(completed.stdout)]  # fmt: skip
+        found = [(n, v, w, Path(r), d) for n, v, w, r, d in json.loads(completed.stdout)]
     except (OSError, subprocess.CalledProcessError, ValueError, TypeError):
         found = []
     if not found:
@@ -159,17 +146,10 @@ def find_installed() -> Installed:
         )
     if len(found) > 1:
         raise PatchError(
-            f"both {' and '.join(i.distribution for i in found)} are installed, into one "
+            f"both {' and '.join(i[0] for i in found)} are installed, into one "
             f"{DISTRIBUTION} folder; uninstall one, or give the release and distribution"
         )
-    return found[0]
-
-
-def installed_request(installed: Optional[Installed] = None) -> config.BaseRequest:
-    """The release, platform and Python of the installed ``torch_tensorrt`` (a patched
-    wheel stands for its base; a source build's ``2.10.0a0+abc1234`` is its own release)."""
-    installed = installed or find_installed()
-    version = installed.version
+    distribution, version, wheel_text, root, dist_info = found[0]
     known = False  # a canonical release of three parts, such as 2.10.0a0+abc1234
     with suppress(InvalidVersion):
         known = str(Version(version)) == version and len(Version(version).release) == 3
@@ -179,64 +159,67 @@ def installed_request(installed: Optional[Installed] = None) -> config.BaseReque
             "give the release (TORCHTRT_BASE_VERSION or --release) instead"
         )
     tags: List[Tag] = []
-    for value in header_values(installed.wheel_text.encode("utf-8"), "Tag"):
+    for value in header_values(wheel_text.encode("utf-8"), "Tag"):
         with suppress(ValueError):  # a Tag line that is not a tag
             tags += sorted(parse_tag(value), key=str)
-    found = [t for t in tags if t.interpreter[:3] == "cp3" and t.interpreter[3:].isdigit()]
-    if not found:
+    cpython = [t for t in tags if t.interpreter[:3] == "cp3" and t.interpreter[3:].isdigit()]
+    if not cpython:
         raise PatchError(
             f"the installed {DISTRIBUTION} has no CPython tag in its WHEEL file (not installed "
             "from a wheel?); give the release, platform and Python instead"
         )
-    release, python = split_label(version)[0], f"3.{found[0].interpreter[3:]}"
-    return config.BaseRequest(release, found[0].platform, python, installed.distribution)
+    release, python = split_label(version)[0], f"3.{cpython[0].interpreter[3:]}"
+    request = config.BaseRequest(release, cpython[0].platform, python, distribution)
+    return request, version, root, dist_info
 
 
-def local_install_wheel(installed: Installed, request: config.BaseRequest) -> Tuple[bytes, str]:
-    """(bytes, file name) of a wheel of the installed distribution's own files as its RECORD
-    lists them (not scripts, bytecode or the installer's files), each checked against its row:
-    the base for an install that no official wheel matches."""
-    dist_info = installed.root / installed.dist_info
-    what = f"the installed {installed.distribution} {installed.version} ({dist_info})"
-    if not installed.dist_info:
+def installed_request() -> config.BaseRequest:
+    """The release, platform and Python the installed ``torch_tensorrt`` stands for."""
+    return find_installed()[0]
+
+
+def local_install_wheel(installed: Installed) -> Tuple[bytes, str]:
+    """(bytes, file name) of a wheel of the install's own files as its RECORD lists them (not
+    scripts, bytecode or the installer's files), each checked against its row."""
+    request, version, root, dist_info = installed
+    what = f"the installed {request.distribution} {version} ({root / dist_info})"
+    if not dist_info:
         raise PatchError(f"{what}: has no RECORD (not installed from a wheel); reinstall it")
     try:
-        rows = list(csv.reader(io.StringIO((dist_info / "RECORD").read_text("utf-8"))))
+        rows = list(csv.reader(io.StringIO((root / dist_info / "RECORD").read_text("utf-8"))))
     except (OSError, UnicodeDecodeError, csv.Error) as error:
         raise PatchError(f"{what}: its RECORD cannot be read ({error}); reinstall it") from None
     members: List[Tuple[str, bytes, int]] = []  # (path, bytes, mode)
     problems: List[str] = []
     for row in filter(None, rows):
         path = row[0] if len(row) == 3 else ""
-        parts = path.replace("\\", "/").split("/")
-        if not path or path.startswith("/") or {"", "..", "__pycache__"} & set(parts):
-            continue  # outside the install folder (scripts), or bytecode
-        if parts[0] == installed.dist_info and parts[-1] in _INSTALLER_FILES:
-            continue
+        parts = path.replace("\\", "/").split("/")  # an empty part: no path, or an absolute one
+        installer_file = parts[0] == dist_info and parts[-1] in _INSTALLER_FILES
+        if {"", "..", "__pycache__"} & set(parts) or installer_file:
+            continue  # not a file of the install folder (scripts), bytecode, an installer's file
         try:
-            data = (installed.root / path).read_bytes()
+            data = (root / path).read_bytes()
         except OSError:
             problems.append(f"{path} is missing")
             continue
         if (record_hash(data), str(len(data))) != (row[1], row[2]):
             problems.append(f"{path} differs from its RECORD row")
         else:
-            members.append((path, data, (installed.root / path).stat().st_mode & 0o777))
+            members.append((path, data, (root / path).stat().st_mode & 0o777))
     if problems or not members:
         shown = "; ".join(problems[:3]) + ("; ..." if len(problems) > 3 else "")
         raise PatchError(
             f"{what}: {shown or 'RECORD lists no file'}: its files are not the ones it was "
             "installed with, so the build cannot patch them; reinstall it first"
         )
-    python = f"cp{str(request.python).replace('.', '')}"
-    stem = installed.dist_info.removesuffix(".dist-info")
-    record = f"{installed.dist_info}/RECORD"
+    record = f"{dist_info}/RECORD"
     rows_out = [(p, record_hash(d), str(len(d))) for p, d, _ in members] + [(record, "", "")]
-    members.append((record, record_text(rows_out), 0o644))
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path, data, mode in members:
-            info = zipfile.ZipInfo(path, (1980, 1, 1, 0, 0, 0))
-            info.external_attr, info.compress_type = mode << 16, zipfile.ZIP_DEFLATED
-            archive.writestr(info, data)
+        for path, data, mode in [*members, (record, record_text(rows_out), 0o644)]:
+            info = zipfile.ZipInfo(path)  # dated 1980-01-01
+            info.external_attr = mode << 16
+            archive.writestr(info, data, zipfile.ZIP_DEFLATED)
+    python = f"cp{str(request.python).replace('.', '')}"
+    stem = dist_info.removesuffix(".dist-info")
     return out.getvalue(), f"{stem}-{python}-{python}-{request.platform}.whl"

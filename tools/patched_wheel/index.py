@@ -16,17 +16,14 @@ import os
 import stat
 import zipfile
 from contextlib import suppress
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 from urllib.parse import quote
 
 from . import PatchError, config
 from .wheel import header_values, parse_wheel_name
 
 logger = logging.getLogger(__name__)
-
-INDEX_DIR_NAME = "simple"
 
 _PAGE = """\
 <!DOCTYPE html>
@@ -43,34 +40,26 @@ _PAGE = """\
 """
 
 
-@dataclass(frozen=True)
-class IndexedWheel:
-    """What the index says of one wheel: its file name, sha256 and ``Requires-Python``."""
-
-    filename: str
-    sha256: str
-    requires_python: Optional[str]
+# What the index says of one wheel: its file name, sha256 and Requires-Python.
+IndexedWheel = Tuple[str, str, Optional[str]]
 
 
-def _page(title: str, links: Sequence[str]) -> str:
-    body = "\n".join(f"    {link}<br>" for link in links)
-    return _PAGE.format(title=html.escape(title), links=body)
+def _page(title: str, links: Iterable[Tuple[str, str, str]]) -> str:
+    """A page of ``links`` (href, text, attributes), each href and text escaped here."""
+    rows = [f'    <a href="{html.escape(h)}"{a}>{html.escape(t)}</a><br>' for h, t, a in links]
+    return _PAGE.format(title=html.escape(title), links="\n".join(rows))
 
 
 def index_pages(wheels: Sequence[IndexedWheel]) -> Dict[str, str]:
     """The pages by path in the index folder: ``index.html`` (the projects) and
     ``<project>/index.html`` (a project's wheels in name order, linked two folders up)."""
-    by_project: Dict[str, List[str]] = {}
-    for wheel in sorted(wheels, key=lambda w: w.filename):
-        href = html.escape(f"../../{quote(wheel.filename)}#sha256={wheel.sha256}")
-        requires = wheel.requires_python
+    by_project: Dict[str, List[Tuple[str, str, str]]] = {}
+    for filename, sha256, requires in sorted(wheels):
         attribute = f' data-requires-python="{html.escape(requires)}"' if requires else ""
-        link = f'<a href="{href}"{attribute}>{html.escape(wheel.filename)}</a>'
-        by_project.setdefault(parse_wheel_name(wheel.filename).name, []).append(link)
+        link = (f"../../{quote(filename)}#sha256={sha256}", filename, attribute)
+        by_project.setdefault(parse_wheel_name(filename).name, []).append(link)
     pages = {f"{p}/index.html": _page(f"Links for {p}", by_project[p]) for p in sorted(by_project)}
-    projects = [
-        f'<a href="{html.escape(quote(p))}/">{html.escape(p)}</a>' for p in sorted(by_project)
-    ]
+    projects = [(f"{quote(p)}/", p, "") for p in sorted(by_project)]
     return {**pages, "index.html": _page("Simple index", projects)}
 
 
@@ -79,15 +68,12 @@ def indexed_wheel(data: bytes, filename: str) -> IndexedWheel:
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         with archive.open(f"{parse_wheel_name(filename).dist_info}/METADATA") as stream:
             requires = header_values(stream.read(1 << 20), "Requires-Python")
-    return IndexedWheel(
-        filename, hashlib.sha256(data).hexdigest(), requires[0] if requires else None
-    )
+    return filename, hashlib.sha256(data).hexdigest(), requires[0] if requires else None
 
 
 def write_simple_index(wheel_dir: Path, *, check: Callable[[bytes, str], Optional[str]]) -> Path:
     """Index the ``*.whl`` files directly in ``wheel_dir`` (not hidden ones: the build's
     temporary files) into ``wheel_dir/simple``; ``check`` says why a wheel may not be listed."""
-    wheel_dir = Path(wheel_dir)
     if not wheel_dir.is_dir():
         raise PatchError(f"{str(wheel_dir)!r} is not a folder; give the folder of the wheels")
     paths = sorted(p for p in wheel_dir.glob("*.whl") if not p.name.startswith("."))
@@ -105,8 +91,7 @@ def write_simple_index(wheel_dir: Path, *, check: Callable[[bytes, str], Optiona
                     "this repository's patched wheels, move it out of the folder"
                 )
             data = config.read_file(path, what="the wheel", cap=config.MAX_WHEEL_BYTES)
-            problem = check(data, path.name)
-            if problem is not None:
+            if (problem := check(data, path.name)) is not None:
                 raise PatchError(problem)
             listed.append(indexed_wheel(data, path.name))
         except (PatchError, KeyError, zipfile.BadZipFile) as error:
@@ -120,7 +105,7 @@ def write_simple_index(wheel_dir: Path, *, check: Callable[[bytes, str], Optiona
         )
     if problems:
         raise PatchError(problems[0])
-    index_dir, pages = wheel_dir / INDEX_DIR_NAME, index_pages(listed)
+    index_dir, pages = wheel_dir / "simple", index_pages(listed)
     # The project list last, so that it never links a page not yet written.
     for relative in sorted(pages, key=lambda name: name == "index.html"):
         page = index_dir / relative

@@ -1,7 +1,6 @@
-"""The lock of the official wheels: the sha256 of each wheel on PyPI, and the base it pins.
+"""The lock: each official wheel's file name and its sha256 on PyPI, the build's source of trust.
 
-The lock maps each official wheel's file name to its sha256: the build's source of trust. A
-base it does not know is refused unless the user opts in; a release, platform and Python it
+A base it does not know is refused unless the user opts in; a release, platform and Python it
 knows is accepted only as the very file it names. :func:`open_base` is the one way from the
 user's choice to a base wheel; :func:`refresh_lock` rewrites the lock from fresh downloads.
 """
@@ -17,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from typing import FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from packaging.tags import Tag
 from packaging.utils import BuildTag, NormalizedName, canonicalize_name, parse_wheel_filename
@@ -50,11 +49,14 @@ class Lock:
         project = canonicalize_name(distribution)
         return [(name, p[1], p[3]) for name, p in self._parsed if p[0] == project]
 
+    def _serving(self, request: config.BaseRequest) -> List[str]:
+        """The file names of the locked wheels serving ``request``, in sorted order."""
+        wanted, version = request.acceptable_tags(), Version(request.release)
+        return [n for n, v, t in self._of(request.distribution) if v == version and t & wanted]
+
     def official_name(self, request: config.BaseRequest) -> Optional[str]:
         """The file name of the locked wheel serving ``request`` (the first in sorted order)."""
-        wanted, version = request.acceptable_tags(), Version(request.release)
-        found = self._of(request.distribution)
-        return next((n for n, v, tags in found if v == version and tags & wanted), None)
+        return next(iter(self._serving(request)), None)
 
     def check(self, filename: str, sha256: str, *, unlocked: bool) -> None:
         """Accept the base ``filename`` with bytes of ``sha256``, or refuse it (another sha256
@@ -89,8 +91,7 @@ class Lock:
         )
 
     def unknown_request(self, request: config.BaseRequest) -> str:
-        """Why the lock has no wheel for ``request``, and what it has instead (one line),
-        told before any network."""
+        """Why the lock has no wheel for ``request``, what it has instead (one line, offline)."""
         what, version = f"{request.distribution} {request.release}", Version(request.release)
         found = self._of(request.distribution)
         tags = [tag for _, v, locked in found if v == version for tag in locked]
@@ -159,10 +160,10 @@ def open_base(
         data, filename = config.read_file(choice.wheel, what=choice.wheel_source), choice.wheel.name
     else:
         installed = fetch.find_installed() if request.release == config.INSTALLED else None
-        request = request if installed is None else fetch.installed_request(installed)
+        request = request if installed is None else installed[0]
         name = lock.official_name(request)
         if installed is not None and name is None and not choice.unlocked:
-            data, filename = fetch.local_install_wheel(installed, request)
+            data, filename = fetch.local_install_wheel(installed)
             local_install = True
             logger.warning(
                 "%s is a local install that no official wheel matches: the patched wheel is "
@@ -197,9 +198,9 @@ def open_base(
 def refresh_lock(
     requests: Sequence[config.BaseRequest], *, path: Path = config.LOCK_FILE, jobs: int = 4
 ) -> Lock:
-    """Record the sha256 of a fresh download of every requested official wheel pip finds
-    (pip checks each against the index's hash), keeping the entries no request serves; written only when every request was answered (else one error, lock unchanged).
-    """
+    """Record the sha256 of a fresh download of every requested official wheel pip finds (pip
+    checks each against the index's hash), keeping the entries no request serves; written only
+    when every request was answered (else one error, the lock unchanged)."""
     old = load_lock(path) if path.exists() else Lock({})
     offered: List[Version] = []  # the releases pip says the index has, where it says so
 
@@ -220,15 +221,13 @@ def refresh_lock(
             data = config.read_file(wheel, what="the downloaded wheel")
             return wheel.name, hashlib.sha256(data).hexdigest()
 
-    wheels: Dict[str, str] = {}
-    problems: List[str] = []
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for name, answer in pool.map(download, requests):
-            if name:
-                logger.info("%s  %s", answer, name)
-                wheels[name] = answer
-            elif answer:
-                problems.append(answer)
+        answers = list(pool.map(download, requests))
+    for name, digest in answers:
+        if name:
+            logger.info("%s  %s", digest, name)
+    wheels = {name: digest for name, digest in answers if name}
+    problems = [why for name, why in answers if not name and why]
     if problems:
         raise PatchError(
             f"{len(problems)} wheel(s) could not be checked, so the lock is left unchanged:\n"
@@ -247,14 +246,9 @@ def refresh_lock(
         logger.info("%d of %d wheels not on the index", len(requests) - len(wheels), len(requests))
     # An entry is replaced only where a request serves it: `lock --release R --platform P`
     # keeps R's wheels of the other platforms.
-    asked = [(canonicalize_name(r.distribution), r.release, r.acceptable_tags()) for r in requests]
-    kept = {
-        name: old.wheels[name]
-        for name, (project, version, _, tags) in old._parsed
-        if not any(p == project and Version(v) == version and t & tags for p, v, t in asked)
-    }
+    served = {name for request in requests for name in old._serving(request)}
+    kept = {name: digest for name, digest in old.wheels.items() if name not in served}
     lock = Lock(dict(sorted({**kept, **wheels}.items())))
-    config.write_text_atomically(
-        path, json.dumps({"about": _ABOUT, "wheels": lock.wheels}, indent=2) + "\n"
-    )
+    text = json.dumps({"about": _ABOUT, "wheels": lock.wheels}, indent=2)
+    config.write_text_atomically(path, text + "\n")
     return lock

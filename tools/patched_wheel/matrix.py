@@ -87,8 +87,7 @@ def build_matrix(
     usable_cache(cache_dir)
     found: Dict[str, config.BaseRequest] = {}
     for request in requests:
-        name = lock.official_name(request)
-        if name is not None:
+        if (name := lock.official_name(request)) is not None:
             found.setdefault(name, request)
 
     def fetch(name: str) -> Tuple[Optional[Path], Optional[str]]:
@@ -102,8 +101,7 @@ def build_matrix(
 
     # 2. Each base read once, checked and patched in a process per core.
     overlay_data = read_overlay(overlay_path or config.DEFAULT_OVERLAY)[1]
-    origin = build_origin(overlay_data)
-    shared = (overlay_data, origin, out_dir)
+    shared = (overlay_data, build_origin(overlay_data), out_dir)
     work = [(n, r, lock.wheels[n], *f, *shared) for (n, r), f in zip(found.items(), fetched)]
     if sys.platform == "linux":  # forked workers share the loaded tool, however it was loaded
         context = multiprocessing.get_context("fork")
@@ -140,8 +138,9 @@ def _patch_one(item: _Work) -> MatrixEntry:
     return replace(entry, patched_wheel=patched, seconds=seconds, error=error, fixes=fixes)
 
 
-def _rows(entries: Sequence[MatrixEntry]) -> List[List[MatrixEntry]]:
-    """The entries of each distribution and release (a row of the tables), in order."""
+def _rows(entries: Sequence[MatrixEntry]) -> List[Tuple[str, str, List[str], List[MatrixEntry]]]:
+    """Each row of the tables, in order: distribution, release, the fixes its wheels carry (one
+    upstream module per release, so one set) and its entries."""
     rows: Dict[Tuple[str, str], List[MatrixEntry]] = {}
 
     def place(e: MatrixEntry) -> Tuple[int, Tuple[int, ...], str, Tuple[int, ...]]:
@@ -151,13 +150,10 @@ def _rows(entries: Sequence[MatrixEntry]) -> List[List[MatrixEntry]]:
 
     for entry in sorted(entries, key=place):
         rows.setdefault((entry.distribution, entry.release), []).append(entry)
-    return list(rows.values())
-
-
-def _fixes(row: Sequence[MatrixEntry]) -> List[str]:
-    """The fixes a row's wheels carry (one upstream module per release, so one set)."""
-    carried = {fix for entry in row for fix in entry.fixes}
-    return [fix for fix in config.FIX_NAMES if fix in carried]
+    return [
+        (d, r, [f for f in config.FIX_NAMES if any(f in e.fixes for e in row)], row)
+        for (d, r), row in rows.items()
+    ]
 
 
 def matrix_document(
@@ -166,15 +162,14 @@ def matrix_document(
     """The matrix as JSON: per release its fixes and wheels, the label the wheels carry (read
     from their names: the overlay that built them), and the command that made it."""
     releases = []
-    for row in _rows(entries):
-        wheels: List[Dict[str, object]] = []
-        for entry in row:
-            wheel: Dict[str, object] = {"platform": entry.platform, "python": entry.python,
-                                        "base_wheel": entry.base_wheel,
-                                        "patched_wheel": entry.patched_wheel}  # fmt: skip
-            wheels.append(wheel if entry.error is None else {**wheel, "error": entry.error})
-        releases.append({"distribution": row[0].distribution, "release": row[0].release,
-                         "fixes": _fixes(row), "wheels": wheels})  # fmt: skip
+    for distribution, release, fixes, row in _rows(entries):
+        wheels = [
+            {"platform": e.platform, "python": e.python, "base_wheel": e.base_wheel,
+             "patched_wheel": e.patched_wheel, **({} if e.error is None else {"error": e.error})}
+            for e in row
+        ]  # fmt: skip
+        releases.append({"distribution": distribution, "release": release, "fixes": fixes,
+                         "wheels": wheels})  # fmt: skip
     built = [parse_wheel_name(e.patched_wheel) for e in entries if e.patched_wheel is not None]
     labels = {split_label(name.written_version)[1] for name in built}
     return {
@@ -185,28 +180,13 @@ def matrix_document(
     }
 
 
-def readme_table(entries: Sequence[MatrixEntry]) -> str:
-    """A Markdown table: per release its fixes and the Pythons built for each platform."""
-    platforms = sorted({e.platform for e in entries}, key=list(PLATFORM_TITLES).index)
-    header = ["Distribution", "Base release", "Fixes"]
-    header += [PLATFORM_TITLES.get(p, p) for p in platforms]
-    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    for row in _rows(entries):
-        cells = [row[0].distribution, row[0].release, ", ".join(_fixes(row)) or "-"]
-        for platform in platforms:
-            built = [e.python for e in row if e.platform == platform and e.error is None]
-            cells.append(", ".join(built) or "-")
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
 def summary(entries: Sequence[MatrixEntry]) -> str:
     """The table printed at the end of a run: counts, time and fixes per release."""
     lines = [f"{'release':<24} {'built':>5} {'failed':>6} {'seconds':>8} fixes"]
-    for row in _rows(entries):
+    for distribution, release, fixes, row in _rows(entries):
         failed, seconds = sum(e.error is not None for e in row), sum(e.seconds for e in row)
-        name, fixes = f"{row[0].distribution} {row[0].release}", ", ".join(_fixes(row)) or "-"
-        lines.append(f"{name:<24} {len(row) - failed:>5} {failed:>6} {seconds:>8.1f} {fixes}")
+        name, shown = f"{distribution} {release}", ", ".join(fixes) or "-"
+        lines.append(f"{name:<24} {len(row) - failed:>5} {failed:>6} {seconds:>8.1f} {shown}")
     failed, total = sum(e.error is not None for e in entries), sum(e.seconds for e in entries)
     lines.append(f"{'total':<24} {len(entries) - failed:>5} {failed:>6} {total:>8.1f}")
     return "\n".join(lines)
@@ -228,6 +208,14 @@ def update_docs(entries: Sequence[MatrixEntry], *, docs_matrix: Path, readme: Pa
             f"{readme}: no {START_MARKER} ... {END_MARKER} markers; add them where the "
             "supported table belongs"
         )
-    block = f"{START_MARKER}\n{readme_table(entries)}\n{END_MARKER}"
+    # The table: per release its fixes and the Pythons built for each platform (all were built).
+    platforms = sorted({e.platform for e in entries}, key=list(PLATFORM_TITLES).index)
+    header = ["Distribution", "Base release", "Fixes", *(PLATFORM_TITLES[p] for p in platforms)]
+    lines = [START_MARKER, "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for distribution, release, fixes, row in _rows(entries):
+        cells = [distribution, release, ", ".join(fixes) or "-"]
+        cells += [", ".join(e.python for e in row if e.platform == p) or "-" for p in platforms]
+        lines.append("| " + " | ".join(cells) + " |")
+    block = "\n".join([*lines, END_MARKER])
     config.write_text_atomically(docs_matrix, json.dumps(matrix_document(entries), indent=2) + "\n")
     config.write_text_atomically(readme, text[:start] + block + text[end + len(END_MARKER) :])
