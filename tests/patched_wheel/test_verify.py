@@ -9,6 +9,9 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
+import subprocess
+import sys
 import time
 import zipfile
 from pathlib import Path
@@ -352,3 +355,16 @@ def test_a_release_of_the_old_writer_verifies_by_its_own_tool(
     status, report = verify(REPOSITORY, wheel, REPOSITORY / "tools/patched_wheel/official_wheels.lock.json",
                             base_wheels["2.14.0"].parent)  # fmt: skip
     assert status == 0 and "own tool, from git history" in report, report
+
+
+def test_a_registry_that_is_no_mapping_is_refused_under_python_o_too(tmp_path: Path) -> None:
+    (tmp_path / "registry.json").write_text('{"overlays": [2]}')
+    check = (
+        "import sys, patched_wheel.releases as r\n"
+        "try:\n    r.load_overlay_releases(r.Path(sys.argv[1]))\n"
+        "except r.PatchError as error:\n    print(error)\n"
+    )
+    environment = {**os.environ, "PYTHONPATH": str(REPOSITORY / "tools")}
+    command = [sys.executable, "-O", "-c", check, str(tmp_path / "registry.json")]
+    done = subprocess.run(command, capture_output=True, text=True, env=environment)
+    assert "is not a registry of overlays; restore it from git" in done.stdout, done.stderr

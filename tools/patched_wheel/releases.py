@@ -91,9 +91,10 @@ def releases_from_bytes(data: bytes, where: str) -> Dict[str, int]:
     """The registry in ``data`` as sha256 -> number (``where`` names it in messages)."""
     try:
         entries = json.loads(data.decode("utf-8"))["overlays"]
-        assert isinstance(entries, dict)
-    except (ValueError, KeyError, TypeError, AssertionError, RecursionError):
-        raise PatchError(f"{where} is not a registry of overlays; restore it from git") from None
+    except (ValueError, KeyError, TypeError, RecursionError):
+        entries = None
+    if not isinstance(entries, dict):  # not an assert: python -O would drop it
+        raise PatchError(f"{where} is not a registry of overlays; restore it from git")
     for number, sha256 in entries.items():
         if not (re.fullmatch(r"[2-9]|[1-9][0-9]+", number) and is_sha256_hex(sha256)):  # from 2
             raise PatchError(f"{where}: {number!r}: {sha256!r} is not an overlay number and sha256")
