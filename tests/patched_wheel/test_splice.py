@@ -393,3 +393,30 @@ def test_a_splice_that_changed_a_definition_is_refused() -> None:
     ):
         with pytest.raises(PatchError, match="after the splice, (f|g) differs from the overlay's"):
             check_splice(spliced, overlay, filename="m")
+
+
+def test_the_call_sites_of_every_official_base_are_the_whole_parses(
+    upstream_sources: Dict[str, Dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the top-level definitions around a call's line are parsed; in every release's
+    package that finds the very calls a parse of the whole source finds, in the same order."""
+    import patched_wheel.splice as splice
+
+    names = frozenset(
+        node.name for node in ast.parse(OVERLAY.read_text()).body if hasattr(node, "name")
+    )
+    found = {}
+    for whole in (False, True):
+        if whole:
+            monkeypatch.setattr(splice, "_statements_around", lambda text, lines, what: [
+                (node, 0) for node in splice.parse_source(text, what, compiled=False).body])  # fmt: skip
+        splice._calls.cache_clear()
+        found[whole] = {
+            (release, path): splice._calls(source.encode(), path, names)
+            for release, sources in upstream_sources.items()
+            for path, source in sources.items()
+            if any(name in source for name in names)
+        }
+    splice._calls.cache_clear()
+    assert sum(map(len, found[True].values())) > 50  # prepare_inputs, deallocate_module, ...
+    assert found[False] == found[True]
