@@ -31,6 +31,9 @@ from patched_wheel.provenance import SourceRevision
 from patched_wheel.splice import overlay_from_bytes
 from patched_wheel.wheel import BaseWheel, zip_date_time
 
+# A synthetic overlay written here. Its prepare_inputs takes the parameter name upstream's
+# callers pass by keyword (backends.py: disable_memory_format_check=True), as the call-site
+# check demands where test_distributions splices it into the official 2.8-2.11 wheels.
 OVERLAY = b"""import gc
 
 
