@@ -30,6 +30,10 @@ BENCHMARKS: Dict[str, Tuple[str, str]] = {
         "what a fixed glibc trim threshold costs a process that keeps allocating (CPU)",
     ),
     "build-speed": ("benchmarks.build_speed", "time of building patched wheels (CPU)"),
+    "compile": (
+        "benchmarks.compile.run",
+        "host + GPU memory of a real compile on TensorRT-RTX, official wheel against the fork (GPU)",
+    ),
     "fast-path-setup": (
         "benchmarks.research.fast_path_setup",
         "research: GPU and host memory of each step of the fast path's setup (GPU)",

@@ -57,11 +57,12 @@ RTX_RELEASES = ("2.11.0", "2.12.0", "2.12.1", "2.13.0", "2.14.0")
 RELEASES = {PROJECT: SUPPORTED_RELEASES, DISTRIBUTIONS[1]: RTX_RELEASES}
 DEFAULT_RELEASE = SUPPORTED_RELEASES[-1]
 # The fixes the overlay may carry (patch.FIXES says what each is and where it applies).
-FIX_NAMES = ("offload", "host-trim", "input-copy")
+FIX_NAMES = ("offload", "host-trim", "input-copy", "engine-bytes")
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_28_aarch64", "win_amd64")
 PYTHONS = ("3.10", "3.11", "3.12", "3.13", "3.14")
-# The module of the base that the overlay is spliced into.
+# The module of the base that the overlay is spliced into, and the other module a fix reaches.
 TARGET = "torch_tensorrt/dynamo/utils.py"
+CONVERSION_TARGET = "torch_tensorrt/dynamo/conversion/_conversion.py"
 # The first segment of every patched wheel's local label (see releases.py for the rest).
 LABEL_NAME = "memfix1"
 UNLOCKED_OPT_IN = "set TORCHTRT_BASE_UNLOCKED=1 (or pass build --unlocked)"

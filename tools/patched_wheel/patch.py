@@ -1,11 +1,14 @@
 """The patch: a base wheel and the overlay in, a patched wheel out (:func:`patch_wheel`, step
 by step, in memory; ``verify`` rebuilds with it). The fixes are data (:data:`FIXES`): each, a
-group of overlay functions, is spliced only into a base whose module has the fix's hook; the
-overlay's helpers always are; a base where no fix applies is refused."""
+group of overlay functions, is spliced into one module of the base (its target: upstream's
+``dynamo/utils.py``, or the module whose function it replaces), and only into a base whose
+module has the fix's hook; the overlay's helpers always go into ``dynamo/utils.py``; a base
+where no fix applies is refused."""
 
 from __future__ import annotations
 
 import ast
+import copy
 import hashlib
 import io
 import logging
@@ -13,7 +16,7 @@ import os
 import re
 import zipfile
 from pathlib import Path, PurePosixPath
-from typing import Callable, List, NamedTuple, Optional, Tuple
+from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Set, Tuple, Union
 
 from packaging.version import InvalidVersion, Version
 
@@ -23,12 +26,15 @@ from .releases import label_for, load_overlay_releases, split_label
 logger = logging.getLogger(__name__)
 
 
-def _defines(name: str) -> Tuple[Callable[[ast.Module], bool], str]:
+Hook = Callable[[ast.Module, Mapping[str, splice.DefinitionNode]], bool]
+
+
+def _defines(name: str) -> Tuple[Hook, str]:
     """The hook "upstream's module defines ``name`` at top level", and its text."""
-    return (lambda tree: name in splice.top_level_definitions(tree)), f"upstream defines {name}"
+    return (lambda tree, _: name in splice.top_level_definitions(tree)), f"upstream defines {name}"
 
 
-def _copies_tensor_input(module: ast.Module) -> bool:
+def _copies_tensor_input(module: ast.Module, overlay: Mapping[str, splice.DefinitionNode]) -> bool:
     """The hook of ``input-copy``: upstream's ``prepare_inputs`` has a branch taken for a
     ``torch.Tensor`` input (an ``isinstance`` test naming ``Tensor``) that calls
     ``torch.tensor(...)`` on it, a full copy (2.10, 2.11; 2.12 passes the tensor as it is)."""
@@ -46,22 +52,58 @@ def _copies_tensor_input(module: ast.Module) -> bool:
     return False
 
 
+def _engine_keywords(function: Optional[splice.DefinitionNode]) -> Optional[Set[str]]:
+    """The keywords of the call in ``function`` that hands over ``serialized_engine=``."""
+    for node in ast.walk(function) if function is not None else []:
+        if isinstance(node, ast.Call):
+            keywords = {keyword.arg for keyword in node.keywords if keyword.arg}
+            if "serialized_engine" in keywords:
+                return keywords
+    return None
+
+
+def _creates_runtime_module_alike(
+    module: ast.Module, overlay: Mapping[str, splice.DefinitionNode]
+) -> bool:
+    """The hook of ``engine-bytes``: upstream's ``convert_module`` creates the runtime module
+    with the keywords the overlay's passes (``serialized_engine=`` and the interpreter result's
+    other fields), so that the overlay hands over everything upstream's does."""
+    upstream = _engine_keywords(splice.top_level_definitions(module).get("convert_module"))
+    return upstream is not None and upstream == _engine_keywords(overlay.get("convert_module"))
+
+
 class Fix(NamedTuple):
-    """One fix: its name, the overlay functions it consists of, the hook that says it applies."""
+    """One fix: its name, the overlay functions it consists of, the hook that says it applies,
+    and the module of the base they are spliced into."""
 
     name: str
     functions: Tuple[str, ...]
-    hook: Callable[[ast.Module], bool]
+    hook: Hook
     hook_text: str
+    target: str = config.TARGET
 
 
 FIXES = (
     Fix("offload", ("deallocate_module",), *_defines("deallocate_module")),
-    Fix("host-trim", ("_glibc_malloc_trim", "trim_host_heap", "release_host_and_device_memory"),
-        *_defines("release_host_and_device_memory")),
-    Fix("input-copy", ("prepare_inputs",), _copies_tensor_input,
-        "upstream's prepare_inputs copies a tensor input with torch.tensor(...)"),
-)  # fmt: skip
+    Fix(
+        "host-trim",
+        ("_glibc_malloc_trim", "trim_host_heap", "release_host_and_device_memory"),
+        *_defines("release_host_and_device_memory"),
+    ),
+    Fix(
+        "input-copy",
+        ("prepare_inputs",),
+        _copies_tensor_input,
+        "upstream's prepare_inputs copies a tensor input with torch.tensor(...)",
+    ),
+    Fix(
+        "engine-bytes",
+        ("convert_module", "release_serialized_engine"),
+        _creates_runtime_module_alike,
+        "upstream's convert_module creates the runtime module as the overlay's does",
+        config.CONVERSION_TARGET,
+    ),
+)
 
 
 class Origin(NamedTuple):
@@ -147,70 +189,59 @@ def rewrite_metadata_version(metadata: bytes, new_version: str) -> bytes:
     return rewritten
 
 
-def _shadows_target(name: str) -> bool:
+def _shadows_target(name: str, target: str) -> bool:
     """Whether an installer would put the member where Python imports it instead of the
-    patched ``utils.py``: a second ``utils.py`` under ``<name>.data/<scheme>/``, a package
-    ``utils/``, or a ``utils.*.so``/``.pyd``/``.pyc`` beside it (under ``purelib`` or
+    patched module ``target``: a second copy under ``<name>.data/<scheme>/``, a package of its
+    name, or a ``.so``/``.pyd``/``.pyc`` of its name beside it (under ``purelib`` or
     ``platlib`` too), compared without case as macOS's and Windows' file systems compare."""
     top, _, rest = name.partition("/")
     if top.endswith(".data"):
         scheme, _, name = rest.partition("/")
-        if name.casefold() == config.TARGET.casefold():
+        if name.casefold() == target.casefold():
             return True
         if scheme not in ("purelib", "platlib"):
             return False
-    path, target = name.casefold(), PurePosixPath(config.TARGET.casefold())
-    inside = rf"(?s){re.escape(str(target.parent))}/{re.escape(target.stem)}(?:/.*|\.[^/]*)?"
-    return path != str(target) and re.fullmatch(inside, path) is not None
+    path, module = name.casefold(), PurePosixPath(target.casefold())
+    inside = rf"(?s){re.escape(str(module.parent))}/{re.escape(module.stem)}(?:/.*|\.[^/]*)?"
+    return path != str(module) and re.fullmatch(inside, path) is not None
 
 
-def patch_wheel(
-    base: wheel.BaseWheel, overlay: splice.OverlayParts, *, origin: Origin
-) -> PatchedWheel:
-    """The patched wheel of ``base``, in memory (see the module docstring); any base or
-    overlay the build refuses is a :class:`PatchError`."""
-    # 1. Names: the patched version, its .dist-info folder and its file name.
-    version = patched_version(base.name.written_version, origin.label)
-    dist_info = f"{base.name.written_name}-{version}.dist-info"
-    filename = f"{base.name.written_name}-{version}-{base.name.written_tags}.whl"
+def _needed_by(
+    overlay: splice.OverlayParts, definitions: Tuple[splice.DefinitionNode, ...]
+) -> splice.OverlayParts:
+    """The overlay with ``definitions`` and only the imports and constants they use (what a
+    target module other than the main one gets)."""
+    used = {n.id for d in definitions for n in ast.walk(d) if isinstance(n, ast.Name)}
+    imports = []
+    for node in overlay.imports:
+        names = [a for a in node.names if (a.asname or a.name.split(".")[0]) in used]
+        if names:
+            imports.append(copy.copy(node))
+            imports[-1].names = names
+    constants = tuple(c for c in overlay.constants if splice.constant_name(c) in used)
+    return overlay._replace(definitions=definitions, imports=tuple(imports), constants=constants)
 
-    # 2. The layout: the target there, nothing in the way of the new names or shadowing it.
-    if config.TARGET not in base.by_name:
-        raise PatchError(
-            f"{base.filename}: has no {config.TARGET}; this is not a torch_tensorrt wheel the "
-            f"overlay fits. Supported base releases are {config.supported_releases_text()}"
-        )
+
+def _splice_module(
+    base: wheel.BaseWheel,
+    target: str,
+    source: Tuple[str, str, ast.Module],
+    overlay: splice.OverlayParts,
+    package: Dict[str, bytes],
+) -> bytes:
+    """Upstream's module ``target`` (its text, encoding and parse) with ``overlay`` spliced
+    in, after the checks that need it: nothing in the wheel shadows the module; no module-level
+    binding of a replaced name after its replaced definition (nested scopes bind their own
+    names); every call of a replaced function in the package (``package``) fits the overlay's
+    signature; and the result compiles with the overlay's definitions in it, unchanged."""
+    text, encoding, module = source
+    what = f"{base.filename}:{target}"
     for name in base.by_name:
-        if name.split("/")[0] == dist_info:
-            raise PatchError(
-                f"{base.filename}: already has a member {name!r} under the patched wheel's "
-                ".dist-info name; use the official wheel"
-            )
-        if _shadows_target(name):
+        if _shadows_target(name, target):
             raise PatchError(
                 f"{base.filename}: holds {name!r}, which would be imported or installed instead "
-                f"of the patched {config.TARGET}; use the official wheel"
+                f"of the patched {target}; use the official wheel"
             )
-
-    # 3. The fixes that apply: each where its hook is found; none is a refusal.
-    what = f"{base.filename}:{config.TARGET}"
-    text, encoding = splice.decode_source(base.read(config.TARGET, 1 << 20), what)
-    module = splice.parse_source(text, what)
-    defined = {d.name for d in overlay.definitions}
-    applied = [fix for fix in FIXES if set(fix.functions) & defined and fix.hook(module)]
-    if not applied:
-        hooks = "; ".join(f"{fix.name}: {fix.hook_text}" for fix in FIXES)
-        raise PatchError(
-            f"{base.filename}: no fix of the overlay applies to this base ({hooks}: none "
-            f"holds); supported base releases are {config.supported_releases_text()}"
-        )
-    left_out = {name for fix in FIXES if fix not in applied for name in fix.functions}
-    kept = tuple(d for d in overlay.definitions if d.name not in left_out)
-    overlay = overlay._replace(definitions=kept)
-
-    # 4. The splice, after the checks that need it: no module-level binding of a replaced name
-    # after its replaced definition (nested scopes bind their own names), and every call of a
-    # replaced function in the package fits the overlay's signature.
     base_definitions = splice.top_level_definitions(module)
     replaced = [d for d in overlay.definitions if d.name in base_definitions]
     ends = {d.name: getattr(base_definitions[d.name], "end_lineno") for d in replaced}
@@ -227,26 +258,89 @@ def patch_wheel(
         rebound = [name for name in bound if name in ends and line > ends[name]]
         if rebound:
             raise PatchError(
-                f"{base.filename}: {config.TARGET} binds {rebound[0]!r} again at line {line}, "
+                f"{base.filename}: {target} binds {rebound[0]!r} again at line {line}, "
                 "after the definition the overlay replaces, so the fix would not take effect; "
                 "use the official wheel"
             )
         if not isinstance(node, (*splice.DEFINITIONS, *scopes)):
             nodes.extend(ast.iter_child_nodes(node))
-    sources = {
-        name: base.read(name, 1 << 20)
-        for name in base.by_name
-        if name.endswith(".py") and not name.startswith(f"{base.dist_info}/")
-    }
-    splice.check_call_sites(sources, replaced, wheel=base.filename)
+    splice.check_call_sites(package, replaced, wheel=base.filename)
     try:
-        target = splice.splice_overlay(text, overlay, module).encode(encoding)
+        spliced = splice.splice_overlay(text, overlay, module).encode(encoding)
     except UnicodeEncodeError as error:
         raise PatchError(
             f"{what}: the overlay's text cannot be written in the module's encoding "
             f"{encoding} ({error.reason} at {error.start}); keep the overlay ASCII"
         ) from None
-    splice.check_splice(target, overlay, filename=what)
+    splice.check_splice(spliced, overlay, filename=what)
+    return spliced
+
+
+def patch_wheel(
+    base: wheel.BaseWheel, overlay: splice.OverlayParts, *, origin: Origin
+) -> PatchedWheel:
+    """The patched wheel of ``base``, in memory (see the module docstring); any base or
+    overlay the build refuses is a :class:`PatchError`."""
+    # 1. Names: the patched version, its .dist-info folder and its file name.
+    version = patched_version(base.name.written_version, origin.label)
+    dist_info = f"{base.name.written_name}-{version}.dist-info"
+    filename = f"{base.name.written_name}-{version}-{base.name.written_tags}.whl"
+
+    # 2. The layout: the main target there, nothing in the way of the new names.
+    if config.TARGET not in base.by_name:
+        raise PatchError(
+            f"{base.filename}: has no {config.TARGET}; this is not a torch_tensorrt wheel the "
+            f"overlay fits. Supported base releases are {config.supported_releases_text()}"
+        )
+    for name in base.by_name:
+        if name.split("/")[0] == dist_info:
+            raise PatchError(
+                f"{base.filename}: already has a member {name!r} under the patched wheel's "
+                ".dist-info name; use the official wheel"
+            )
+
+    # 3. The fixes that apply: each where its hook is found in its target module; none is a
+    # refusal. The overlay's other definitions (helpers) go into the main target.
+    sources: Dict[str, Tuple[str, str, ast.Module]] = {}
+    for target in dict.fromkeys([config.TARGET, *(fix.target for fix in FIXES)]):
+        if target in base.by_name:
+            what = f"{base.filename}:{target}"
+            text, encoding = splice.decode_source(base.read(target, 1 << 20), what)
+            sources[target] = (text, encoding, splice.parse_source(text, what))
+    defined = {d.name: d for d in overlay.definitions}
+    applied = [
+        fix
+        for fix in FIXES
+        if set(fix.functions) & set(defined)
+        and fix.target in sources
+        and fix.hook(sources[fix.target][2], defined)
+    ]
+    if not applied:
+        hooks = "; ".join(f"{fix.name}: {fix.hook_text}" for fix in FIXES)
+        raise PatchError(
+            f"{base.filename}: no fix of the overlay applies to this base ({hooks}: none "
+            f"holds); supported base releases are {config.supported_releases_text()}"
+        )
+    left_out = {name for fix in FIXES if fix not in applied for name in fix.functions}
+    placed = {name: fix.target for fix in applied for name in fix.functions}
+
+    # 4. The splice into each target module (the checks: _splice_module).
+    package = {
+        name: base.read(name, 1 << 20)
+        for name in base.by_name
+        if name.endswith(".py") and not name.startswith(f"{base.dist_info}/")
+    }
+    new: Dict[str, bytes] = {}
+    for target in dict.fromkeys([config.TARGET, *(fix.target for fix in applied)]):
+        definitions = tuple(
+            d
+            for d in overlay.definitions
+            if d.name not in left_out and placed.get(d.name, config.TARGET) == target
+        )
+        part = overlay._replace(definitions=definitions)
+        if target != config.TARGET:
+            part = _needed_by(overlay, definitions)
+        new[target] = _splice_module(base, target, sources[target], part, package)
 
     # 5. METADATA with the new version, and the provenance record.
     metadata = rewrite_metadata_version(base.read(f"{base.dist_info}/METADATA", 1 << 20), version)
@@ -268,7 +362,7 @@ def patch_wheel(
     # the new bytes stored, every other member's compressed bytes copied; the record added
     # before RECORD, which is derived (the base's rows for what is copied) and written last.
     written = wheel.zip_date_time(origin.source_date_epoch)
-    new = {config.TARGET: target, f"{dist_info}/METADATA": metadata}
+    new[f"{dist_info}/METADATA"] = metadata
     dropped = {f"{base.dist_info}/{name}" for name in ("RECORD", *wheel.RECORD_SIGNATURES)}
     rows, metadata_info = base.record(), base.by_name[f"{base.dist_info}/METADATA"]
     entries: List[wheel.Entry] = []

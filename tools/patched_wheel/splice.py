@@ -114,7 +114,7 @@ def _lines(lines: Sequence[str], first: int, last: int, end: str = "") -> List[s
     return [line.rstrip("\r\n") + end for line in lines[first - 1 : last]]
 
 
-def _constant_name(node: ast.stmt) -> str | None:
+def constant_name(node: ast.stmt) -> str | None:
     """The one name a plain top-level assignment binds, or ``None`` for other statements."""
     target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
     target = node.target if isinstance(node, ast.AnnAssign) else target
@@ -142,7 +142,7 @@ def overlay_from_bytes(data: bytes, what: str) -> OverlayParts:
             definitions.append(node)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             imports.append(node)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and _constant_name(node):
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and constant_name(node):
             constants.append(node)
         else:
             raise PatchError(
@@ -225,10 +225,10 @@ def splice_overlay(base_source: str, overlay: OverlayParts, base: ast.Module) ->
     base_constants = {
         name: source_segment(base_lines, node)
         for node in base.body
-        if (name := _constant_name(node)) is not None
+        if (name := constant_name(node)) is not None
     }
     for node in overlay.constants:
-        name, source = _constant_name(node), source_segment(overlay_lines, node)
+        name, source = constant_name(node), source_segment(overlay_lines, node)
         if name in base_constants:
             if base_constants[name] == source:
                 continue

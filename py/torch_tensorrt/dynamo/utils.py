@@ -46,7 +46,7 @@ DEFAULT_RELEASE_EVERY_BYTES = 16 * 1024 * 1024
 # Offload fast path: CUDA tensors of at least 1 MiB move through two page-locked chunks of this
 # size each; TORCHTRT_OFFLOAD_PINNED_BOUNCE=0 turns the fast path off. 32 MiB rather than 16:
 # small tensors move faster (more of them share one wait), for 32 MiB more page-locked memory
-# (benchmarks/results/offload_designs_24gib*.json).
+# (``git show 06c003a:benchmarks/results/offload_designs_24gib.json``, and its neighbours).
 PINNED_BOUNCE_CHUNK_BYTES = 32 * 1024 * 1024
 PINNED_BOUNCE_ENV_VAR = "TORCHTRT_OFFLOAD_PINNED_BOUNCE"
 
@@ -56,6 +56,9 @@ _MADV_HUGEPAGE = 14
 
 # Host-heap trimming is on unless this variable is 0 (upstream's opt-in with 1 still trims).
 MALLOC_TRIM_ENV_VAR = "TORCHTRT_ENABLE_BUILDER_MALLOC_TRIM"
+
+# A compiled module lets go of its serialized engine unless this variable is 1.
+KEEP_SERIALIZED_ENGINE_ENV_VAR = "TORCHTRT_KEEP_SERIALIZED_ENGINE"
 
 
 def _strided_nbytes(tensor: torch.Tensor) -> int:
@@ -105,15 +108,16 @@ def deallocate_module(
     Setting ``TORCHTRT_OFFLOAD_PINNED_BOUNCE=0`` turns it off; every tensor then moves with
     ``tensor.to("cpu")``.
 
-    A module whose parameters and buffers are all on the CPU already returns at once, with no
+    A module none of whose parameters and buffers is on a CUDA device returns at once, with no
     garbage collection and no cache release. Upstream's ``TRTInterpreter.run`` calls this
     again after ``compile()`` has offloaded the module, and that second call would otherwise
-    pay ``gc.collect()`` and a device-synchronizing ``empty_cache()`` (about 0.1-0.2 s) to free
-    nothing. Tensors on any other device (CUDA, or one this fork never offloads from) still
-    move as before.
+    pay ``gc.collect()`` and a device-synchronizing ``empty_cache()`` to free nothing (0.2 s a
+    call, as upstream's pull request 4700 measured it). Tensors on devices other than CUDA
+    (``meta``, or any this fork does not offload from) stay where they are: an offload frees
+    GPU memory, and ``tensor.to("cpu")`` of a ``meta`` tensor fails.
 
     Args:
-        module: The module to move. It is changed in place; tensors already on the CPU stay.
+        module: The module to move. It is changed in place; tensors not on CUDA stay.
         release_every_bytes: Bytes of CUDA tensors to move between two releases of the CUDA
             cache. ``0`` releases before every CUDA tensor.
         delete_module: Accepted so that the call sites of releases 2.8 to 2.10 keep working.
@@ -127,12 +131,11 @@ def deallocate_module(
             f"release_every_bytes must be 0 or more, got {release_every_bytes!r}; "
             "pass 0 to release the CUDA cache before every tensor"
         )
-    # A module already on the CPU (a second call, as TRTInterpreter.run makes after compile()
-    # has offloaded) has nothing to move and no GPU memory to free: skip the collection and
-    # the cache release, which cost a device sync and about 0.1 s per call.
+    # A module with nothing on CUDA (a second call, as TRTInterpreter.run makes after compile()
+    # has offloaded) has no GPU memory to free: skip the collection and the cache release.
     tensors = itertools.chain(module.parameters(), module.buffers())
-    if all(tensor.device.type == "cpu" for tensor in tensors):
-        logger.debug("deallocate_module: every tensor is on the CPU already; nothing to do")
+    if not any(tensor.is_cuda for tensor in tensors):
+        logger.debug("deallocate_module: no tensor is on a CUDA device; nothing to do")
         return
     schedule = _ReleaseSchedule(release_every_bytes)
     with contextlib.ExitStack() as closing:
@@ -140,7 +143,7 @@ def deallocate_module(
 
         def move_to_cpu(tensor: torch.Tensor) -> torch.Tensor:
             if not tensor.is_cuda:
-                return tensor.to("cpu")
+                return tensor
             schedule.before_move(tensor)
             mover = (
                 movers.for_device(tensor.device) if _PinnedBounceMover.can_move(tensor) else None
@@ -240,7 +243,7 @@ class _PinnedBounceMover:
     entirely. The DMA is queued on the device's current stream, after whatever was queued
     there before: nothing else runs on the GPU during the move, and a ``torch.cuda.Stream()``
     of its own would make PyTorch create its pool of side streams, GPU memory kept for the
-    rest of the process (``benchmarks/results/fast_path_setup.json``).
+    rest of the process (``git show 90a4bc8:benchmarks/results/fast_path_setup.json``).
 
     The last piece of a tensor is copied on the CPU while the next tensor's first piece is on
     its way, so a returned tensor may still lack its last piece until the next :meth:`move` or
@@ -470,3 +473,80 @@ def prepare_inputs(inputs: Any, disable_memory_format_check: bool = False) -> An
             f"cannot make a torch_tensorrt.Input of a {type(inputs).__name__!r}; give tensors, "
             "numbers, torch_tensorrt.Input objects or None, alone or in lists, tuples and dicts"
         )
+
+
+def release_serialized_engine(compiled: Any) -> bool:
+    """Drop a compiled module's serialized engine once its live engine exists.
+
+    Upstream's C++-runtime module (``TorchTensorRTModule``) keeps the bytes it deserialized its
+    engine from for its whole life, next to the live engine: W of host memory for a model of
+    size W, half of what a compile with offload leaves behind (measured on TensorRT-RTX,
+    ``benchmarks/results/compile.json``). Nothing reads them while the engine is live: the
+    module's ``get_extra_state`` (saving, pickling) serializes the live engine, and a refit
+    replaces both. Upstream's open pull request 4698 (wrapping the live engine) names the same
+    copy. :func:`convert_module` calls this for that runtime's modules only; a module without a
+    live engine (``lazy_engine_init``) keeps its bytes, which it needs to set the engine up.
+
+    The cost: ``serialized_engine`` reads ``None`` afterwards, and saving the module serializes
+    the engine then (a moment of W of host memory, and the time of one serialization).
+    ``TORCHTRT_KEEP_SERIALIZED_ENGINE=1`` keeps the bytes. Returns whether they were dropped.
+    """
+    if os.environ.get(KEEP_SERIALIZED_ENGINE_ENV_VAR, "0").strip() == "1":
+        return False
+    if getattr(compiled, "engine", None) is None or compiled.serialized_engine is None:
+        return False
+    compiled.serialized_engine = None
+    logger.debug("dropped the serialized engine of %r; its live engine stays", compiled.name)
+    return True
+
+
+def convert_module(
+    module: torch.fx.GraphModule,
+    inputs: Any,
+    settings: Any = None,
+    name: str = "",
+    engine_cache: Any = None,
+) -> Any:
+    """Build a TensorRT engine for ``module`` and wrap it in the runtime's module.
+
+    Spliced into upstream's ``dynamo/conversion/_conversion.py`` (not ``dynamo/utils.py``), in
+    place of its ``convert_module``, only where upstream's creates the runtime module with the
+    same fields as this one. The same steps and the same runtime as upstream's: the C++
+    runtime's ``TorchTensorRTModule`` where it is available and ``use_python_runtime`` is off,
+    else ``PythonTorchTensorRTModule``; ``settings`` defaults to ``CompilationSettings()``.
+    Then a C++-runtime module lets go of its serialized engine
+    (:func:`release_serialized_engine`), so that the compile keeps the engine once, not twice.
+    """
+    # Upstream's names, imported when it runs (as in prepare_inputs); this module's own name
+    # is read from the module, so that whatever replaced it there (a profiler's wrapper) runs.
+    from torch_tensorrt._features import ENABLED_FEATURES  # type: ignore[import-not-found]
+    from torch_tensorrt.dynamo import _settings  # type: ignore[import-not-found]
+    from torch_tensorrt.dynamo.conversion import _conversion  # type: ignore[import-not-found]
+    from torch_tensorrt.dynamo.runtime import (  # type: ignore[import-not-found]
+        PythonTorchTensorRTModule,
+        TorchTensorRTModule,
+    )
+
+    settings = _settings.CompilationSettings() if settings is None else settings
+    interpreted = _conversion.interpret_module_to_result(
+        module, inputs, settings, engine_cache=engine_cache
+    )
+    runtime_module = PythonTorchTensorRTModule
+    if ENABLED_FEATURES.torch_tensorrt_runtime and not settings.use_python_runtime:
+        runtime_module = TorchTensorRTModule
+    elif not settings.use_python_runtime:
+        logger.info("The Torch-TensorRT C++ runtime is not available; using the Python runtime")
+    compiled = runtime_module(
+        serialized_engine=interpreted.serialized_engine,
+        input_binding_names=list(interpreted.input_names),
+        output_binding_names=list(interpreted.output_names),
+        name=name,
+        settings=settings,
+        weight_name_map=interpreted.weight_name_map,
+        requires_output_allocator=interpreted.requires_output_allocator,
+        symbolic_shape_expressions=interpreted.symbolic_shape_expressions,
+    )
+    del interpreted
+    if runtime_module is TorchTensorRTModule:
+        release_serialized_engine(compiled)
+    return compiled

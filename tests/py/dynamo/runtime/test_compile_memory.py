@@ -509,6 +509,30 @@ def test_deallocate_module_with_one_cuda_tensor_still_cleans_up(
     assert cleanup_calls == ["gc.collect", "empty_cache"]
 
 
+def test_deallocate_module_with_meta_tensors_and_none_on_cuda_returns_at_once(
+    overlay: ModuleType, cleanup_calls: List[str]
+) -> None:
+    """A module with ``meta`` tensors (a model built without its weights) and none on CUDA:
+    nothing to free, and ``tensor.to("cpu")`` of a meta tensor would fail."""
+    module = torch.nn.Linear(8, 4, device="meta")
+    module.register_buffer("on_cpu", torch.ones(3))
+    overlay.deallocate_module(module)
+    assert cleanup_calls == []
+    assert module.weight.device.type == "meta" and module.on_cpu.device.type == "cpu"
+
+
+def test_deallocate_module_leaves_meta_tensors_beside_cuda_ones_where_they_are(
+    overlay: ModuleType, cleanup_calls: List[str]
+) -> None:
+    module = torch.nn.Linear(8, 4, device="meta")
+    log: List[Event] = []
+    module.register_buffer("on_gpu", FakeCudaTensor(torch.ones(MiB // 4), log))
+    overlay.deallocate_module(module)
+    assert module.weight.device.type == "meta"
+    assert module.on_gpu.device.type == "cpu" and log == [("move", MiB)]
+    assert cleanup_calls == ["gc.collect", "empty_cache"]
+
+
 def test_deallocate_module_of_an_empty_module_returns_at_once(
     overlay: ModuleType, cleanup_calls: List[str]
 ) -> None:

@@ -1,0 +1,300 @@
+"""One case of the compile benchmark, in a process of its own (the driver, ``run.py``, starts it).
+
+It builds the model on the GPU, takes PyTorch's output as the reference, starts the sampler
+(``sampler.py``) beside itself, wraps upstream's functions so that each call leaves a phase
+mark, and compiles with ``torch_tensorrt.compile(model, ir="dynamo", ...)``. Then it measures
+what the process keeps (after garbage collection and a release of PyTorch's CUDA cache),
+compares the compiled module's output and the original model's (where it was offloaded, on
+the CPU, as upstream documents) with the reference, and prints its figures for the driver.
+
+The wheel (official or patched) is whichever ``torch_tensorrt`` the driver put first on
+``PYTHONPATH``; the trim setting is the environment's ``TORCHTRT_ENABLE_BUILDER_MALLOC_TRIM``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gc
+import importlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from benchmarks import harness
+from benchmarks.compile import sampler
+from benchmarks.compile.timeline import Mark, analyse
+
+GiB = 1 << 30
+
+# model name: (width, layers) of an fp16 MLP of Linear(width, width) + ReLU, or "llama-8b".
+MLPS: Dict[str, Tuple[int, int]] = {
+    "mlp-3gib": (4096, 96),
+    "mlp-12gib": (8192, 96),
+    "mlp-24gib": (8192, 192),
+}
+MODELS = (*MLPS, "llama-8b")
+
+# Phase name: the upstream callables whose calls it marks, as (module, attribute path). A
+# name that a release lacks is left out (the result lists the phases it found).
+PHASES: Dict[str, Tuple[Tuple[str, str], ...]] = {
+    "export": (("torch_tensorrt.dynamo._tracer", "trace"),),
+    "decompositions": (("torch.export", "ExportedProgram.run_decompositions"),),
+    "lowering": (("torch_tensorrt.dynamo.lowering", "post_lowering"),),
+    "offload": (("torch_tensorrt.dynamo.utils", "deallocate_module"),),
+    "partition and convert": (("torch_tensorrt.dynamo._compiler", "compile_module"),),
+    "interpret": (("torch_tensorrt.dynamo.conversion._conversion", "interpret_module_to_result"),),
+    "network": (
+        (
+            "torch_tensorrt.dynamo.conversion._TRTInterpreter",
+            "TRTInterpreter._construct_trt_network_def",
+        ),
+    ),
+    "engine build": (
+        ("tensorrt", "Builder.build_serialized_network"),
+        ("tensorrt", "Builder.build_engine_with_config"),
+    ),
+    "deserialize": (("tensorrt", "Runtime.deserialize_cuda_engine"),),
+    "serialize": (("tensorrt", "ICudaEngine.serialize"),),
+    "trim": (("torch_tensorrt.dynamo.utils", "release_host_and_device_memory"),),
+    "module creation": (
+        ("torch_tensorrt.dynamo.runtime", "TorchTensorRTModule.__init__"),
+        ("torch_tensorrt.dynamo.runtime", "PythonTorchTensorRTModule.__init__"),
+    ),
+}
+
+
+def build_model(name: str) -> Tuple[Any, Tuple[Any, ...]]:
+    """The model on the GPU and its example input.
+
+    The MLPs are He-initialised so that their output keeps its scale through 96 or 192 fp16
+    layers (a model whose output is zero would hide any error); the LLM is transformers'
+    ``LlamaForCausalLM`` with Llama-3.1-8B's shapes and random weights, built as users build it
+    (fp32 on the GPU, then ``.to(torch.bfloat16)``), returning its logits.
+    """
+    import torch
+
+    torch.manual_seed(0)
+    if name in MLPS:
+        width, depth = MLPS[name]
+        layers: List[torch.nn.Module] = []
+        with torch.device("cuda"):
+            for _ in range(depth):
+                linear = torch.nn.Linear(width, width, dtype=torch.float16)
+                torch.nn.init.kaiming_normal_(linear.weight, nonlinearity="relu")
+                torch.nn.init.zeros_(linear.bias)
+                layers += [linear, torch.nn.ReLU()]
+            return torch.nn.Sequential(*layers).eval(), (
+                torch.randn(8, width, dtype=torch.float16),
+            )
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        hidden_size=4096,
+        intermediate_size=14336,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        vocab_size=128256,
+        max_position_embeddings=8192,
+        rope_theta=500000.0,
+        tie_word_embeddings=False,
+        use_cache=False,
+    )
+    with torch.device("cuda"):
+        llm = LlamaForCausalLM(config).to(torch.bfloat16).eval()
+
+    class Logits(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.llm = llm
+
+        def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+            return self.llm(input_ids=input_ids, use_cache=False).logits
+
+    ids = torch.randint(0, config.vocab_size, (1, 64), device="cuda")
+    return Logits().eval(), (ids,)
+
+
+def _resolve(module_name: str, path: str) -> Optional[Tuple[Any, str, Any]]:
+    """(owner, attribute, callable) for ``module_name`` + ``path``, or None if absent."""
+    try:
+        owner: Any = importlib.import_module(module_name)
+    except ImportError:
+        return None
+    *parents, attribute = path.split(".")
+    for parent in parents:
+        owner = getattr(owner, parent, None)
+    target = getattr(owner, attribute, None) if owner is not None else None
+    return (owner, attribute, target) if callable(target) else None
+
+
+def _marking(original: Callable[..., Any], phase: str, marks: List[Mark]) -> Callable[..., Any]:
+    """``original``, appending a :class:`Mark` of ``phase`` to ``marks`` at each return."""
+
+    @functools.wraps(original)
+    def marked(*args: Any, **kwargs: Any) -> Any:
+        start = time.monotonic()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            marks.append(Mark(phase, start, time.monotonic()))
+
+    return marked
+
+
+def install_marks(marks: List[Mark]) -> List[str]:
+    """Wrap every callable of :data:`PHASES` so that each call appends a :class:`Mark`.
+
+    A function imported by name into other modules (``from .utils import deallocate_module``)
+    is replaced there too, wherever ``sys.modules`` holds the same object. Returns the phases
+    found.
+    """
+    found = []
+    for phase, targets in PHASES.items():
+        for module_name, path in targets:
+            resolved = _resolve(module_name, path)
+            if resolved is None:
+                continue
+            owner, attribute, original = resolved
+            wrapper = _marking(original, phase, marks)
+            setattr(owner, attribute, wrapper)
+            for module in list(sys.modules.values()):
+                if getattr(module, "__name__", "").startswith("torch_tensorrt"):
+                    for name, value in list(vars(module).items()):
+                        if value is original:
+                            setattr(module, name, wrapper)
+            found.append(phase)
+    return sorted(set(found), key=list(PHASES).index)
+
+
+def _compare(output: Any, reference: Any) -> Dict[str, float]:
+    import torch
+
+    output = output[0] if isinstance(output, (tuple, list)) else output
+    difference = (output.float().cpu() - reference).abs()
+    return {"max_abs_error": float(difference.max()), "mean_abs_error": float(difference.mean())}
+
+
+def run_case(
+    model_name: str,
+    offload: bool,
+    check_original: bool,
+    interval: float,
+    options: Optional[Dict[str, Any]] = None,
+) -> Dict[str, Any]:
+    """Compile ``model_name`` once and return the case's figures (module docstring)."""
+    import torch
+    import torch_tensorrt
+
+    model, inputs = build_model(model_name)
+    weights_bytes = sum(
+        t.numel() * t.element_size() for t in [*model.parameters(), *model.buffers()]
+    )
+    with torch.no_grad():
+        reference = model(*inputs)
+        reference = (reference[0] if isinstance(reference, tuple) else reference).float().cpu()
+    gc.collect()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    gpu_used = sampler.gpu_used_reader()
+    samples_file = Path(tempfile.mkdtemp()) / "samples.txt"
+    watcher = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.compile.sampler",
+            str(os.getpid()),
+            str(interval),
+            str(samples_file),
+        ],
+        cwd=harness.REPOSITORY,
+    )
+    marks: List[Mark] = []
+    phases = install_marks(marks)
+    time.sleep(0.5)
+    before = (sampler.resident_bytes(os.getpid()) or 0, gpu_used())
+    start = time.monotonic()
+    compiled = torch_tensorrt.compile(
+        model,
+        ir="dynamo",
+        inputs=list(inputs),
+        min_block_size=1,
+        offload_module_to_cpu=offload,
+        **(options or {}),
+    )
+    end = time.monotonic()
+    gc.collect()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    time.sleep(0.5)
+    kept = ((sampler.resident_bytes(os.getpid()) or 0) - before[0], gpu_used() - before[1])
+    watcher.terminate()
+    watcher.wait(timeout=60)
+    analysed = analyse(
+        sampler.read_samples(samples_file),
+        marks,
+        before=before,
+        window=(start, end),
+        weights_bytes=weights_bytes,
+    )
+    figures: Dict[str, Any] = {
+        **analysed["figures"],
+        "host_kept_w": round(kept[0] / weights_bytes, 4),
+        "gpu_kept_w": round(kept[1] / weights_bytes, 4),
+        "sum_kept_w": round(sum(kept) / weights_bytes, 4),
+        "compile_s": round(end - start, 2),
+        "model_gib": round(weights_bytes / GiB, 3),
+        "reference_mean_abs": float(reference.abs().mean()),
+    }
+    with torch.no_grad():
+        figures.update(_compare(compiled(*inputs), reference))
+        if check_original:
+            device = next(model.parameters()).device
+            original = _compare(model(*(t.to(device) for t in inputs)), reference)
+            figures["original_max_abs_error"] = original["max_abs_error"]
+    trt = importlib.import_module("tensorrt")
+    return {
+        "figures": figures,
+        "peak_phase": analysed["peak_phase"],
+        "phases_found": phases,
+        "series": {"timeline": analysed["timeline"], "phases": analysed["phases"]},
+        "versions": {
+            "torch": torch.__version__,
+            "torch_tensorrt": torch_tensorrt.__version__,
+            "tensorrt": getattr(trt, "__version__", None),
+            "tensorrt_package": getattr(trt, "_package_name", "tensorrt"),
+        },
+        "model_device_after": str(next(model.parameters()).device),
+    }
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.compile.case", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--model", choices=MODELS, required=True)
+    parser.add_argument("--offload", choices=("on", "off"), required=True)
+    parser.add_argument(
+        "--check-original", action="store_true", help="run the original model after the compile"
+    )
+    parser.add_argument(
+        "--interval", type=float, default=0.002, help="seconds between memory samples"
+    )
+    parser.add_argument(
+        "--options", type=json.loads, default={}, help="more torch_tensorrt.compile options (JSON)"
+    )
+    args = parser.parse_args(argv)
+    harness.print_case_result(
+        run_case(args.model, args.offload == "on", args.check_original, args.interval, args.options)
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

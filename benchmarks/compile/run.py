@@ -1,0 +1,261 @@
+"""Compile benchmark: host and GPU memory of a real ``torch_tensorrt.compile``, official wheel
+against the fork's, on TensorRT-RTX (the fork's benchmark of record).
+
+Each case is one compile in a fresh process (``case.py``): a model built on the GPU, compiled
+with ``torch_tensorrt.compile(model, ir="dynamo", min_block_size=1, offload_module_to_cpu=...)``,
+while a sampler process (``sampler.py``) reads the process's resident set and the GPU's used
+memory every 2 ms. Per case: the peaks of host, GPU and host + GPU at the same instant above
+the values before the compile (bytes, and W, the model's size), what the process keeps after
+it, the compile's seconds, the compiled module's and the original model's error against
+PyTorch's output, and the phase timeline (``PHASES`` in ``case.py``: every upstream function
+whose call is marked, with host and GPU at its start and its peaks inside).
+
+Wheels are named folders, each a ``pip install --target`` of one ``torch_tensorrt`` wheel:
+``--wheels official=DIR fork=DIR``; the TensorRT-RTX packages sit in ``--trt DIR``. Repeats
+alternate the wheels' order. The trim setting: ``default`` leaves
+``TORCHTRT_ENABLE_BUILDER_MALLOC_TRIM`` unset (the fork trims, the official wheel does not);
+``off`` sets it to 0, which only changes the fork, so the official wheel runs ``default`` only.
+
+Getting it onto the GPU machine (no network there; a call of the device tool carries 64 MiB):
+
+* here: ``pip download --no-deps --only-binary=:all: --python-version 3.12 --platform
+  manylinux_2_28_x86_64 torch-tensorrt-rtx==2.11.0 tensorrt-rtx-cu13-bindings==1.4.0.76
+  tensorrt-rtx-cu13-libs==1.4.0.76 dllist`` and ``pip download --no-deps --no-binary=:all:
+  tensorrt-rtx-cu13==1.4.0.76`` (then ``pip wheel --no-deps`` it); build the fork's wheel with
+  ``python tools/patched_wheel build --distribution torch-tensorrt-rtx --base-wheel
+  <the official wheel>``; the libs wheel (86 MB) travels as its ``libtensorrt_rtx.so.1``
+  alone, compressed with ``xz -9`` (55 MiB), with the libs package's ``__init__.py``;
+* there: ``pip install --no-index --no-deps --target`` each ``torch_tensorrt`` wheel into its
+  folder and the TensorRT-RTX wheels into ``--trt``'s, unpack the library beside them, and::
+
+    python -m benchmarks run compile --plan record --trt /tmp/trt \\
+        --wheels official=/tmp/official fork=/tmp/fork --out benchmarks/results/compile.json
+
+``--plan record`` takes about 9 minutes on an H200 host (a 3 GiB compile takes 20-30 s, a
+12 GiB one 80-100 s). TensorRT-RTX 1.4.0.76 is the newest that ``torch-tensorrt-rtx`` 2.11.0
+runs with (1.7 fails while building the network).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+from benchmarks import harness
+from benchmarks.compile.case import MODELS
+
+DEFAULT_OUT = harness.RESULTS / "compile.json"
+
+
+class Setting(NamedTuple):
+    """One case of a plan, run once per wheel: model, offload, trim, more compile options."""
+
+    model: str
+    offload: str
+    trim: str = "default"
+    options: Tuple[Tuple[str, Any], ...] = ()
+
+
+PLANS: Dict[str, List[Setting]] = {
+    "smoke": [Setting("mlp-3gib", "on")],
+    "record": [
+        Setting("mlp-3gib", "on"),
+        Setting("mlp-3gib", "on", "off"),
+        Setting("mlp-3gib", "off"),
+        Setting("mlp-3gib", "off", "off"),
+        Setting("mlp-12gib", "on"),
+    ],
+    "large": [Setting("mlp-24gib", "on"), Setting("llama-8b", "on")],
+    # upstream's settings that change where the engine's bytes live, at their cost
+    "settings": [
+        Setting("mlp-3gib", "on", options=(("use_python_runtime", True),)),
+        Setting("mlp-3gib", "on", options=(("immutable_weights", False),)),
+        Setting(
+            "mlp-3gib", "on", options=(("immutable_weights", False), ("strip_engine_weights", True))
+        ),
+    ],
+}
+
+MEASURES: Dict[str, Dict[str, str]] = {
+    "sum_peak_w": {
+        "label": "host + GPU peak",
+        "unit": "W",
+        "description": "the largest sum of host RSS and GPU used memory at one sample, above "
+        "the sum before the compile, in multiples of the model's size W",
+    },
+    "host_peak_w": {"label": "host peak", "unit": "W", "description": "host RSS peak above before"},
+    "gpu_peak_w": {"label": "GPU peak", "unit": "W", "description": "GPU used peak above before"},
+    "sum_kept_w": {
+        "label": "host + GPU kept",
+        "unit": "W",
+        "description": "host + GPU after the compile (after gc and a CUDA cache release) above before",
+    },
+    "host_kept_w": {
+        "label": "host kept",
+        "unit": "W",
+        "description": "host RSS after, above before",
+    },
+    "gpu_kept_w": {"label": "GPU kept", "unit": "W", "description": "GPU used after, above before"},
+    "sum_peak_bytes": {"label": "host + GPU peak", "unit": "bytes", "description": "as sum_peak_w"},
+    "host_peak_bytes": {"label": "host peak", "unit": "bytes", "description": "as host_peak_w"},
+    "gpu_peak_bytes": {"label": "GPU peak", "unit": "bytes", "description": "as gpu_peak_w"},
+    "compile_s": {
+        "label": "compile",
+        "unit": "s",
+        "description": "torch_tensorrt.compile's seconds",
+    },
+    "model_gib": {"label": "W", "unit": "GiB", "description": "the model's parameters and buffers"},
+    "max_abs_error": {
+        "label": "max error",
+        "unit": "",
+        "description": "largest absolute difference of the compiled module's output from PyTorch's",
+    },
+    "mean_abs_error": {"label": "mean error", "unit": "", "description": "its mean"},
+    "reference_mean_abs": {
+        "label": "output scale",
+        "unit": "",
+        "description": "mean absolute value of PyTorch's output (the error's yardstick)",
+    },
+    "original_max_abs_error": {
+        "label": "original model's max error",
+        "unit": "",
+        "description": "the user's model run after the compile (on the CPU after an offload) against its output before",
+    },
+}
+
+
+def _case_environment(wheel_dir: Path, trt_dir: Optional[Path], trim: str) -> Dict[str, str]:
+    env = dict(os.environ)
+    paths = [str(wheel_dir), *([str(trt_dir)] if trt_dir else []), env.get("PYTHONPATH", "")]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    env.pop("TORCHTRT_ENABLE_BUILDER_MALLOC_TRIM", None)
+    if trim == "off":
+        env["TORCHTRT_ENABLE_BUILDER_MALLOC_TRIM"] = "0"
+    return env
+
+
+def cases_of(plan: Sequence[Setting], wheels: Sequence[str], repeats: int) -> List[Dict[str, Any]]:
+    """The plan's cases in run order: per repeat, per setting, every wheel (the order of the
+    wheels reversed on every other repeat); the official wheel skips ``trim=off``."""
+    cases = []
+    for repeat in range(repeats):
+        order = list(wheels) if repeat % 2 == 0 else list(reversed(wheels))
+        for setting in plan:
+            for wheel in order:
+                if wheel == "official" and setting.trim == "off":
+                    continue
+                trim = "" if setting.trim == "default" else ", trim off"
+                options = "".join(f", {key}={value}" for key, value in setting.options)
+                words = "-".join(f"{key}-{value}" for key, value in setting.options)
+                cases.append(
+                    {
+                        "id": "-".join(
+                            [wheel, setting.model, f"offload-{setting.offload}"]
+                            + [f"trim-{setting.trim}"] * (setting.trim != "default")
+                            + [words.lower().replace("_", "-")] * bool(words)
+                            + [f"r{repeat + 1}"]
+                        ),
+                        "label": f"{wheel}, {setting.model}, offload {setting.offload}{trim}{options}",
+                        "headline": setting.offload == "on"
+                        and setting.trim == "default"
+                        and not setting.options,
+                        "parameters": {
+                            "wheel": wheel,
+                            **setting._asdict(),
+                            "options": dict(setting.options),
+                            "repeat": repeat + 1,
+                        },
+                    }
+                )
+    return cases
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the plan's cases, saving the result file after each one."""
+    wheels = dict(item.split("=", 1) for item in args.wheels)
+    plan = [s for s in PLANS[args.plan] if not args.models or s.model in args.models]
+    cases = cases_of(plan, list(wheels), args.repeats)
+    record = harness.provenance()
+    done: List[Dict[str, Any]] = []
+    for case in cases:
+        parameters = case["parameters"]
+        command = [
+            "-m",
+            "benchmarks.compile.case",
+            "--model",
+            parameters["model"],
+            "--offload",
+            parameters["offload"],
+        ]
+        if parameters["model"] == "mlp-3gib":
+            command.append("--check-original")
+        if parameters["options"]:
+            command += ["--options", json.dumps(parameters["options"])]
+        env = _case_environment(Path(wheels[parameters["wheel"]]), args.trt, parameters["trim"])
+        print(f"case {len(done) + 1}/{len(cases)}: {case['label']}", flush=True)
+        try:
+            measured = harness.run_in_fresh_process(command, env=env, timeout_s=args.timeout)
+        except (harness.CaseFailed, OSError) as error:
+            done.append({**case, "figures": {}, "error": str(error)[-2000:]})
+            print(f"  failed: {str(error)[-500:]}", flush=True)
+        except Exception as error:  # a timeout: the case is recorded as failed, the run goes on
+            done.append(
+                {**case, "figures": {}, "error": f"{type(error).__name__}: {error}"[-2000:]}
+            )
+            print(f"  failed: {type(error).__name__}", flush=True)
+        else:
+            figures = measured.pop("figures")
+            done.append({**case, "figures": figures, **measured})
+            print(
+                f"  host + GPU peak {figures['sum_peak_w']:.2f} W (host {figures['host_peak_w']:.2f}, "
+                f"GPU {figures['gpu_peak_w']:.2f}), kept {figures['sum_kept_w']:.2f} W, "
+                f"{figures['compile_s']:.1f} s, peak in {measured['peak_phase']}",
+                flush=True,
+            )
+        body = {
+            "title": "host and GPU memory of torch_tensorrt.compile on TensorRT-RTX, official wheel against the fork",
+            "measures": MEASURES,
+            "cases": done,
+            "notes": [
+                "W is the model's size (its parameters and buffers); every figure is above the value just before the compile, with the model on the GPU.",
+                "Measured with TensorRT-RTX; the standard TensorRT builder (build_engine_with_config) is not measurable here.",
+            ],
+        }
+        harness.save_result(args.out, "compile", body, record)
+    return 0 if all("error" not in case for case in done) else 1
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks run compile",
+        description=__doc__.splitlines()[0],
+        epilog="How to get the wheels onto the GPU machine: benchmarks/compile/run.py's docstring and the docs' benchmarks page.",
+    )
+    parser.add_argument("--plan", choices=list(PLANS), default="record")
+    parser.add_argument(
+        "--wheels",
+        nargs="+",
+        required=True,
+        metavar="NAME=DIR",
+        help="torch_tensorrt installs to compare, e.g. official=/tmp/official fork=/tmp/fork",
+    )
+    parser.add_argument(
+        "--trt", type=Path, help="folder the TensorRT-RTX packages are installed in"
+    )
+    parser.add_argument("--models", nargs="*", choices=MODELS, help="only these models of the plan")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds a case may take")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args(argv)
+    bad = [w for w in args.wheels if "=" not in w]
+    if bad:
+        parser.error(f"--wheels takes NAME=DIR, not {bad[0]!r}")
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
