@@ -39,7 +39,7 @@ PROBE = HERE / "probe.py"
 STAND_IN = HERE / "stand_in"
 
 # The oldest supported release, one in the middle, the newest.
-INSTALLED_RELEASES = ("2.10.0", "2.12.0", "2.14.0")
+INSTALLED_RELEASES = ("2.10.0", "2.11.0", "2.14.0")
 
 # Environment variable naming other releases (comma-separated), e.g. the one whose torch
 # requirement matches the torch of a GPU machine.

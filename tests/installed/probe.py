@@ -44,6 +44,8 @@ CALLERS = (
     "torch_tensorrt.dynamo.conversion._conversion",
 )
 UTILS = "torch_tensorrt.dynamo.utils"
+# Where a fix not in utils puts its definitions (patch.FIXES' targets, as modules).
+CONVERSION = "torch_tensorrt.dynamo.conversion._conversion"
 TRIM_VARIABLE = "TORCHTRT_ENABLE_BUILDER_MALLOC_TRIM"
 
 
@@ -102,20 +104,29 @@ def global_names(definition: Any) -> List[str]:
     return sorted(names)
 
 
-def globals_report(utils: Any, overlay: Any, names: List[str]) -> Dict[str, Any]:
+def installed_definitions(modules: List[Any], names: List[str]) -> Dict[str, Any]:
+    """Each name's definition in the first of ``modules`` that has it (``None`` in none)."""
+    found = {name: next((m for m in modules if hasattr(m, name)), None) for name in names}
+    return {name: module and getattr(module, name) for name, module in found.items()}
+
+
+def globals_report(installed: Dict[str, Any], overlay: Any) -> Dict[str, Any]:
     """Per fork definition: global names missing from the installed module, or of another kind."""
     unresolved: Dict[str, List[str]] = {}
     different: Dict[str, List[str]] = {}
     checked = 0
-    for name in names:
-        for used in global_names(getattr(utils, name)):
+    for name, definition in installed.items():
+        if definition is None:
+            continue
+        module = vars(sys.modules[definition.__module__])
+        for used in global_names(definition):
             checked += 1
-            if used not in vars(utils) and not hasattr(builtins, used):
+            if used not in module and not hasattr(builtins, used):
                 unresolved.setdefault(name, []).append(used)
-            elif used in vars(overlay) and type(vars(utils)[used]) is not type(vars(overlay)[used]):
+            elif used in vars(overlay) and type(module[used]) is not type(vars(overlay)[used]):
                 different.setdefault(name, []).append(used)
             elif isinstance(vars(overlay).get(used), types.ModuleType):
-                if vars(utils)[used] is not vars(overlay)[used]:
+                if module[used] is not vars(overlay)[used]:
                     different.setdefault(name, []).append(used)
     return {"checked": checked, "unresolved": unresolved, "different": different}
 
@@ -125,7 +136,7 @@ def same_definition(installed: Any, fork: Any) -> Dict[str, bool]:
     installed_codes = list(code_objects(installed))
     fork_codes = list(code_objects(fork))
     return {
-        "in_utils": getattr(installed, "__module__", None) == UTILS,
+        "module": getattr(installed, "__module__", None),
         "same_source": inspect.getsource(installed) == inspect.getsource(fork),
         "same_bytecode": [c.co_code for c in installed_codes] == [c.co_code for c in fork_codes],
     }
@@ -282,12 +293,14 @@ def probe(args: argparse.Namespace) -> Dict[str, Any]:
     utils = importlib.import_module(UTILS)
     report["utils_file"] = str(Path(utils.__file__).resolve())
     report["torch_tensorrt_version"] = importlib.import_module("torch_tensorrt").__version__
+    conversion = importlib.import_module(CONVERSION)
+    installed = installed_definitions([utils, conversion], fork_names)
     report["definitions"] = {
-        name: same_definition(getattr(utils, name), getattr(overlay, name)) for name in fork_names
+        name: definition and same_definition(definition, getattr(overlay, name))
+        for name, definition in installed.items()
     }
-    report["globals"] = globals_report(utils, overlay, fork_names)
+    report["globals"] = globals_report(installed, overlay)
     report["bindings"] = bindings_report(utils, overlay, fork_names)
-    conversion = importlib.import_module("torch_tensorrt.dynamo.conversion._conversion")
     if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
         report["trim"] = trim_report(utils, conversion.release_host_and_device_memory)
     compiler = importlib.import_module("torch_tensorrt.dynamo._compiler")

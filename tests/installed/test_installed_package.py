@@ -30,11 +30,17 @@ EXPECTED_BINDINGS = {
     "torch_tensorrt.dynamo.runtime._MutableTorchTensorRTModule": ["deallocate_module"],
     "torch_tensorrt.dynamo.conversion._conversion": ["release_host_and_device_memory"],
 }
-FORK_CHECKS = {"in_utils": True, "same_source": True, "same_bytecode": True}
+FORK_CHECKS = {"module": "torch_tensorrt.dynamo.utils", "same_source": True, "same_bytecode": True}
+# The fork's definitions spliced into another module than utils: the engine-bytes fix's, only
+# where upstream's convert_module creates the runtime module as the fork's does (2.11).
+ELSEWHERE = {
+    "convert_module": "torch_tensorrt.dynamo.conversion._conversion",
+    "release_serialized_engine": "torch_tensorrt.dynamo.conversion._conversion",
+}
+ENGINE_BYTES_RELEASES = ("2.11.0",)
 # The releases whose own prepare_inputs copies its inputs: only there is the fork's spliced in
 # (the input-copy fix); later releases keep upstream's function, fixed upstream in 2.12.
 INPUT_COPY_RELEASES = ("2.10.0", "2.11.0")
-
 
 
 @releases
@@ -55,12 +61,14 @@ def test_every_fork_definition_is_installed_as_written(release: str, probe_repor
     assert {"deallocate_module", "trim_host_heap", "release_host_and_device_memory"} <= set(
         definitions
     )
-    upstreams = set() if release in INPUT_COPY_RELEASES else {"prepare_inputs"}
-    assert {
+    kept = set() if release in INPUT_COPY_RELEASES else {"prepare_inputs"}
+    kept |= set() if release in ENGINE_BYTES_RELEASES else set(ELSEWHERE)
+    forks = {
         name
         for name, checks in definitions.items()
-        if checks != FORK_CHECKS and checks["in_utils"]
-    } == upstreams
+        if checks == dict(FORK_CHECKS, module=ELSEWHERE.get(name, FORK_CHECKS["module"]))
+    }
+    assert forks == set(definitions) - kept
 
 
 @releases

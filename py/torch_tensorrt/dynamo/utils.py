@@ -528,14 +528,15 @@ def convert_module(
     )
 
     settings = _settings.CompilationSettings() if settings is None else settings
-    interpreted = _conversion.interpret_module_to_result(
-        module, inputs, settings, engine_cache=engine_cache
-    )
-    runtime_module = PythonTorchTensorRTModule
-    if ENABLED_FEATURES.torch_tensorrt_runtime and not settings.use_python_runtime:
-        runtime_module = TorchTensorRTModule
-    elif not settings.use_python_runtime:
-        logger.info("The Torch-TensorRT C++ runtime is not available; using the Python runtime")
+    interpret = _conversion.interpret_module_to_result
+    interpreted = interpret(module, inputs, settings, engine_cache=engine_cache)
+    python_asked = settings.use_python_runtime
+    cpp_available = ENABLED_FEATURES.torch_tensorrt_runtime
+    runtime_module = TorchTensorRTModule
+    if python_asked or not cpp_available:
+        runtime_module = PythonTorchTensorRTModule
+        if not python_asked:
+            logger.info("The Torch-TensorRT C++ runtime is not available; using the Python one")
     compiled = runtime_module(
         serialized_engine=interpreted.serialized_engine,
         input_binding_names=list(interpreted.input_names),
