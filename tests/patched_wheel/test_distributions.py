@@ -80,7 +80,7 @@ def test_a_release_with_only_the_offload_hook_carries_only_that_fix(tmp_path: Pa
                     "--out", str(tmp_path / "out"))  # fmt: skip
     assert done.returncode == 0, done.stderr
     record = run_tool(REPOSITORY, "provenance", done.stdout.strip())
-    assert "fixes:           offload (not host-trim, input-copy)" in record.stdout
+    assert "fixes:           offload (not host-trim, input-copy, engine-bytes)" in record.stdout
 
 
 @pytest.fixture
@@ -234,7 +234,9 @@ def test_an_install_where_no_fix_applies_is_refused(tmp_path: Path) -> None:
         # 2.8 and 2.9 lack the heap trim's hook; their prepare_inputs is 2.10's and copies.
         pytest.param("torch-tensorrt", "2.8.0", ("offload", "input-copy"), id="2.8.0"),
         pytest.param("torch-tensorrt", "2.9.0", ("offload", "input-copy"), id="2.9.0"),
-        pytest.param("torch-tensorrt-rtx", "2.11.0", FIX_NAMES, id="rtx-2.11.0"),
+        pytest.param(
+            "torch-tensorrt-rtx", "2.11.0", ("offload", "host-trim", "input-copy"), id="rtx-2.11.0"
+        ),
         pytest.param("torch-tensorrt-rtx", "2.14.0", ("offload", "host-trim"), id="rtx-2.14.0"),
     ],
 )

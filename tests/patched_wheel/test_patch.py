@@ -93,7 +93,7 @@ def test_a_base_where_no_fix_applies_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_fix_table_names_its_hooks() -> None:
-    assert [fix.name for fix in FIXES] == ["offload", "host-trim", "input-copy"]
+    assert [fix.name for fix in FIXES] == ["offload", "host-trim", "input-copy", "engine-bytes"]
 
 
 def test_only_new_members_are_stored_and_the_rest_copied_raw(tmp_path: Path) -> None:
