@@ -221,9 +221,12 @@ def run(args: argparse.Namespace) -> int:
             "measures": MEASURES,
             "cases": done,
             "notes": [
-                "W is the model's size (its parameters and buffers); every figure is above the value just before the compile, with the model on the GPU.",
-                "Measured with TensorRT-RTX; the standard TensorRT builder (build_engine_with_config) is not measurable here.",
+                "W is the model's size (its parameters and buffers); every figure is above the "
+                "value just before the compile, with the model on the GPU.",
+                "Measured with TensorRT-RTX; the standard TensorRT builder "
+                "(build_engine_with_config) is not measurable here.",
             ],
+            "settings": {"plan": args.plan, "wheels": wheels, "trt": str(args.trt)},
         }
         harness.save_result(args.out, "compile", body, record)
     return 0 if all("error" not in case for case in done) else 1
