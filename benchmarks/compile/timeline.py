@@ -86,7 +86,7 @@ def analyse(
                 "sum_peak_w": w(peaks[2]),
             }
         )
-    step = max(1, len(samples) // TIMELINE_POINTS)
+    step = max(1, -(-len(samples) // TIMELINE_POINTS))  # rounded up: at most the points
     kept = {i for i in range(0, len(samples), step)}
     kept |= {max(range(len(samples)), key=lambda i: samples[i][k]) for k in (1, 2)}
     kept.add(max(range(len(samples)), key=lambda i: samples[i][1] + samples[i][2]))
