@@ -46,7 +46,7 @@ DEFAULT_RELEASE_EVERY_BYTES = 16 * 1024 * 1024
 # Offload fast path: CUDA tensors of at least 1 MiB move through two page-locked chunks of this
 # size each; TORCHTRT_OFFLOAD_PINNED_BOUNCE=0 turns the fast path off. 32 MiB rather than 16:
 # small tensors move faster (more of them share one wait), for 32 MiB more page-locked memory
-# (``git show 06c003a:benchmarks/results/offload_designs_24gib.json``, and its neighbours).
+# (git show 06c003a:benchmarks/results/offload_designs_24gib_timing.json).
 PINNED_BOUNCE_CHUNK_BYTES = 32 * 1024 * 1024
 PINNED_BOUNCE_ENV_VAR = "TORCHTRT_OFFLOAD_PINNED_BOUNCE"
 
