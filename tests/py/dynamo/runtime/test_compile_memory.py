@@ -229,11 +229,9 @@ def test_malloc_trim_lookup_finds_glibc(overlay: ModuleType) -> None:
 # --------------------------------------------------------------------------------------------
 
 HEAP_BURST_SCRIPT = textwrap.dedent("""
-    import ctypes, importlib.util, json, os, sys
+    import ctypes, json, os, runpy, sys, types
 
-    spec = importlib.util.spec_from_file_location("overlay", sys.argv[1])
-    overlay = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(overlay)
+    overlay = types.SimpleNamespace(**runpy.run_path(sys.argv[1]))
 
     libc = ctypes.CDLL("libc.so.6")
     libc.malloc.restype = ctypes.c_void_p
