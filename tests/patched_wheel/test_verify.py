@@ -15,14 +15,14 @@ import sys
 import time
 import zipfile
 from pathlib import Path
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import pytest
 from helpers import git, make_wheel, run_tool, write_lock
 from patched_wheel.config import OVERLAY_PATH, OVERLAY_RELEASES_FILE, REPOSITORY, TARGET
 from patched_wheel.lock import Lock
 from patched_wheel.patch import Origin, patch_wheel
-from patched_wheel.provenance import SourceRevision
+from patched_wheel.provenance import SourceRevision, tool_sha256
 from patched_wheel.splice import overlay_from_bytes
 from patched_wheel.verify import Verification, differences, verify_bytes
 from patched_wheel.wheel import BaseWheel
@@ -97,10 +97,12 @@ def judge(released: Released, data: bytes, name: str) -> Verification:
     return verify_bytes(data, name, lock=Lock(wheels), cache_dir=cache, repository=repo)
 
 
-def crafted(base: Path, label: str, revision: str) -> Tuple[str, bytes]:
-    """A wheel with the record a build of ``label`` at ``revision`` would write."""
+def crafted(
+    base: Path, label: str, revision: str, tool: str = "0" * 64, epoch: Optional[str] = None
+) -> Tuple[str, bytes]:
+    """A wheel with the record a build of ``label`` at ``revision`` by ``tool`` would write."""
     data = base.read_bytes()
-    origin = Origin(label, SourceRevision(revision, False), "0" * 64)
+    origin = Origin(label, SourceRevision(revision, False), tool, epoch)
     patched = patch_wheel(
         BaseWheel(data, base.name),
         overlay_from_bytes((REPOSITORY / OVERLAY_PATH).read_bytes(), "o"),
@@ -349,9 +351,22 @@ def test_a_release_of_the_old_writer_verifies_by_its_own_tool(
     (tree / ".source-revision.json").write_text(
         json.dumps({"revision": OLD_WRITER, "dirty": False})
     )
-    wheel = build(
-        tree, base_wheels["2.14.0"], REPOSITORY / "tools/patched_wheel/official_wheels.lock.json"
+    # A release is dated by the commit that released it (the old writer took SOURCE_DATE_EPOCH).
+    date = git(REPOSITORY, "show", "-s", "--format=%ct", OLD_WRITER).strip()
+    lock = REPOSITORY / "tools/patched_wheel/official_wheels.lock.json"
+    out = tmp_path / "dist"
+    done = run_tool(
+        tree,
+        "build",
+        "--base-wheel",
+        str(base_wheels["2.14.0"]),
+        "--lock",
+        str(lock),
+        "--out",
+        str(out),
+        SOURCE_DATE_EPOCH=date,
     )
+    wheel = Path(done.stdout.strip())
     status, report = verify(REPOSITORY, wheel, REPOSITORY / "tools/patched_wheel/official_wheels.lock.json",
                             base_wheels["2.14.0"].parent)  # fmt: skip
     assert status == 0 and "own tool, from git history" in report, report
@@ -368,3 +383,113 @@ def test_a_registry_that_is_no_mapping_is_refused_under_python_o_too(tmp_path: P
     command = [sys.executable, "-O", "-c", check, str(tmp_path / "registry.json")]
     done = subprocess.run(command, capture_output=True, text=True, env=environment)
     assert "is not a registry of overlays; restore it from git" in done.stdout, done.stderr
+
+
+# --- One file per release (issue 35) ------------------------------------------------------------
+def test_one_release_is_one_file_in_two_clones_at_two_commits(released: Released) -> None:
+    """A clone at a later commit that leaves the fork's files alone (a README edit) builds the
+    release's very bytes: the record names the commit that released it, and its time."""
+    repo, base, lock, cache = released
+    release = git(repo, "rev-parse", "HEAD").strip()
+    first = build(repo, base, lock)
+    clone = repo.parent / "clone"
+    git(repo.parent, "clone", "-q", str(repo), str(clone))
+    (clone / "README.md").write_text("an edit that does not touch the fork\n")
+    git(clone, "add", "README.md")
+    git(clone, "commit", "-qm", "readme", "--date=2030-01-01T00:00:00")
+    second = build(clone, base, lock, "--out", str(repo.parent / "second"))
+    assert first.name == second.name and first.read_bytes() == second.read_bytes()
+    assert release in run_tool(clone, "provenance", str(second)).stdout
+    status, report = verify(clone, second, lock, cache)
+    assert status == 0, report
+
+
+def test_a_release_ignores_source_date_epoch(released: Released) -> None:
+    repo, base, lock, cache = released
+    plain = build(repo, base, lock).read_bytes()
+    out = repo.parent / "dated"
+    done = run_tool(
+        repo,
+        "build",
+        "--base-wheel",
+        str(base),
+        "--lock",
+        str(lock),
+        "--out",
+        str(out),
+        SOURCE_DATE_EPOCH="1700000000",
+    )
+    assert done.returncode == 0 and "is not used" in done.stderr
+    assert Path(done.stdout.strip()).read_bytes() == plain
+
+
+def test_a_record_of_a_later_commit_is_not_the_release(released: Released) -> None:
+    """What the build wrote before: the revision it was built at, not the release's commit."""
+    repo, base, lock, cache = released
+    (repo / "README.md").write_text("later\n")
+    git(repo, "add", "README.md")
+    git(repo, "commit", "-qm", "readme")
+    later = git(repo, "rev-parse", "HEAD").strip()
+    name, data = crafted(base, "memfix1.3", later, tool_sha256())
+    result = judge(released, data, name)
+    assert not result.verified and "not the release's one file" in result.verdict
+
+
+def test_a_record_pairing_a_revision_with_another_tool_is_refused(released: Released) -> None:
+    """A later revision whose tool changed, named with the current tool's sha256 (which the
+    in-process rebuild would have reproduced): a pair no build makes."""
+    repo, base, lock, cache = released
+    with (repo / "tools/patched_wheel/index.py").open("a") as stream:
+        stream.write("# a later change of the tool\n")
+    git(repo, "commit", "-qam", "later tool")
+    later = git(repo, "rev-parse", "HEAD").strip()
+    name, data = crafted(base, "memfix1.3", later, tool_sha256())
+    result = judge(released, data, name)
+    assert not result.verified and "not revision" in result.verdict
+
+
+@pytest.mark.parametrize(
+    "epoch",
+    [
+        pytest.param(["1"], id="list"),
+        pytest.param(True, id="true"),
+        pytest.param(1.7e9, id="float"),
+        pytest.param("-5", id="negative"),
+        pytest.param("17e8", id="exponent"),
+        pytest.param("\x1b[31m1", id="escape"),
+        pytest.param(" 1", id="space"),
+    ],
+)
+def test_an_odd_source_date_epoch_in_a_record_is_refused(released: Released, epoch: object) -> None:
+    repo, base, lock, cache = released
+    wheel = build(repo, base, lock)
+    out = io.BytesIO()
+    with zipfile.ZipFile(wheel) as source, zipfile.ZipFile(out, "w") as target:
+        for info in source.infolist():
+            body = source.read(info)
+            if info.filename.endswith("patched_wheel.cdx.json"):
+                document = json.loads(body)
+                for item in document["metadata"]["component"]["properties"]:
+                    if item["name"].endswith("source_date_epoch"):
+                        item["value"] = epoch
+                body = (json.dumps(document, indent=2, sort_keys=True) + "\n").encode()
+            target.writestr(info, body)
+    crafted_wheel = repo.parent / wheel.name
+    crafted_wheel.write_bytes(out.getvalue())
+    status, report = verify(repo, crafted_wheel, lock, cache)
+    assert status == 1 and "SOURCE_DATE_EPOCH" in report
+    assert "Traceback" not in report and "\x1b" not in report
+    done = run_tool(repo, "index", str(repo.parent), "--lock", str(lock), "--cache", str(cache))
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+
+
+def test_a_build_tag_is_refused_by_verify_and_index(released: Released) -> None:
+    repo, base, lock, cache = released
+    wheel = build(repo, base, lock)
+    version, tags = wheel.name.split("-", 2)[1:]
+    tagged = wheel.with_name(f"torch_tensorrt-{version}-999-{tags}")
+    wheel.rename(tagged)
+    status, report = verify(repo, tagged, lock, cache)
+    assert status == 1 and "build tag '999'" in report
+    done = run_tool(repo, "index", str(tagged.parent), "--lock", str(lock), "--cache", str(cache))
+    assert done.returncode == 1 and "build tag" in done.stderr

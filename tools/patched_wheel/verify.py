@@ -29,7 +29,15 @@ from . import PatchError, config, provenance
 from .fetch import cached_base
 from .lock import Lock
 from .patch import Origin, patch_wheel
-from .releases import label_parts, main_history, released_at, split_label
+from .releases import (
+    FETCH_HISTORY,
+    label_parts,
+    main_history,
+    release_commit,
+    released_at,
+    split_label,
+    tool_sha256_at,
+)
 from .splice import overlay_from_bytes
 from .wheel import BaseWheel, parse_wheel_name
 
@@ -130,7 +138,8 @@ def _rebuild_from_history(
                 tar.extractall(tree, filter="data")
             else:
                 tar.extractall(tree)
-        provenance.write_revision_file(tree, tree, provenance.SourceRevision(revision, False))
+        source = provenance.SourceRevision(revision, False, record.source_date_epoch)
+        provenance.write_revision_file(tree, tree, source)
         environ = {k: v for k, v in os.environ.items() if not k.startswith("TORCHTRT_BASE_")}
         environ.pop("SOURCE_DATE_EPOCH", None)
         if record.source_date_epoch is not None:
@@ -183,6 +192,11 @@ def verify_bytes(
     refuse = verification.refused  # every NOT verified verdict
     # 1. The record, the only thing read from the wheel: capped, bounded, checked.
     name = parse_wheel_name(filename)
+    if name.build_tag:
+        return refuse(
+            f"its file name carries the build tag {name.build_tag!r}, which no build "
+            "of this fork writes (a renamed copy, which pip would prefer)"
+        )
     base_version, label = split_label(name.written_version)
     if label is None:
         return refuse(f"its version {name.written_version!r} carries no label of this fork")
@@ -216,19 +230,34 @@ def verify_bytes(
         return refuse(why)
     history = main_history(repository)
     if not history:
-        why = f"{repository} has no main branch history to tell releases by; verify from a clone"
-        return refuse(why)
+        return refuse(
+            f"{repository} has no main branch history to tell releases by; {FETCH_HISTORY}"
+        )
     if revision not in history:
         commit = f"{revision}^{{commit}}"
         known = config.git_text(repository, "cat-file", "-e", "--end-of-options", commit)
-        where = "is not on the main branch" if known is not None else "is not in this clone"
-        return refuse(f"revision {revision} {where}: an overlay this repository never released")
+        if known is None:
+            raise PatchError(f"revision {revision} is not in this clone; {FETCH_HISTORY}")
+        return refuse(
+            f"revision {revision} is not on the main branch: an overlay this repository never "
+            "released"
+        )
     overlay_data, releases = released_at(repository, revision)
     if hashlib.sha256(overlay_data).hexdigest() != record.overlay_sha256:
         why = f"its overlay is not revision {revision}'s, though its record says so: altered"
         return refuse(why)
     if releases.get(record.overlay_sha256) != number:
         return refuse(f"an overlay this repository never released as +{record.label}")
+    if tool_sha256_at(repository, revision) != record.tool_sha256:
+        return refuse(f"its record names a build tool that is not revision {revision}'s own")
+    released, date = release_commit(repository, revision, record.overlay_sha256, number)
+    if released != revision:
+        return refuse(
+            f"built at revision {revision}, not at {released}, the commit that released "
+            f"+{record.label} with this tool: not the release's one file; build it again"
+        )
+    if record.source_date_epoch not in (None, date):  # None: a tool that records no time
+        return refuse(f"its SOURCE_DATE_EPOCH is not {date}, the time of the release's commit")
     given = None if overlay is None else config.read_file(overlay, what="--overlay")
     if given is not None and hashlib.sha256(given).hexdigest() != record.overlay_sha256:
         raise PatchError(
@@ -251,14 +280,16 @@ def verify_bytes(
     lines, short = verification.lines, revision[:12]
     if record.tool_sha256 == provenance.tool_sha256():
         lines.append(f"rebuilt here, by this tool (the one revision {short} built with)")
-        source = provenance.SourceRevision(revision, False)
-        origin = Origin(record.label, source, record.tool_sha256, record.source_date_epoch)
+        source = provenance.SourceRevision(revision, False, date)
+        origin = Origin(record.label, source, record.tool_sha256, date)
         overlay_parts = overlay_from_bytes(overlay_data, config.OVERLAY_PATH)
         base = BaseWheel(base_data, official, sha256=record.base_sha256)  # checked above
         rebuilt = patch_wheel(base, overlay_parts, origin=origin).data
     else:
         lines.append(f"rebuilt by revision {short}'s own tool, from git history")
-        rebuilt = _rebuild_from_history(repository, record, base_wheel)
+        rebuilt = _rebuild_from_history(
+            repository, record._replace(source_date_epoch=date), base_wheel
+        )
     if hashlib.sha256(rebuilt).hexdigest() == verification.sha256:
         verification.verified = True
         verification.verdict = (

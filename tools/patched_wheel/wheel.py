@@ -14,6 +14,7 @@ import base64
 import csv
 import hashlib
 import io
+import re
 import stat
 import struct
 import time
@@ -34,6 +35,7 @@ DateTime = Tuple[int, int, int, int, int, int]
 RECORD_SIGNATURES = ("RECORD.jws", "RECORD.p7s")
 # The zip time of SOURCE_DATE_EPOCH is floored at 1980, the first time a zip can hold.
 ZIP_EPOCH_FLOOR = 315532800
+ZIP_EPOCH_CEILING = 4354819199  # the last second of 2107, the last year a zip can hold
 # Caps on an unlocked base (the official wheels unpack to 14 MB, ratio 3.4). Benefit: a zip
 # bomb is refused from its headers; cost: a larger base needs these raised.
 MAX_UNPACKED_BYTES = 2 << 30
@@ -46,20 +48,25 @@ def record_hash(data: bytes) -> str:
     return "sha256=" + digest.decode("ascii")
 
 
+def source_date_epoch(value: str) -> Optional[str]:
+    """``SOURCE_DATE_EPOCH`` as the build takes it: unset or empty is ``None``; otherwise whole
+    seconds in decimal digits (leading zeros dropped), within what a zip can date."""
+    if not value:
+        return None
+    if not re.fullmatch(r"[0-9]{1,12}", value) or int(value) > ZIP_EPOCH_CEILING:
+        raise PatchError(
+            f"SOURCE_DATE_EPOCH={value!r} is not a time a zip file can hold; set it to a whole "
+            f"number of seconds in digits, at most {ZIP_EPOCH_CEILING} (2107), or unset it"
+        )
+    return str(int(value))
+
+
 def zip_date_time(epoch: Optional[str]) -> Optional[DateTime]:
     """The zip time of ``SOURCE_DATE_EPOCH`` (UTC, floored at 1980), or ``None`` if unset."""
-    if not epoch:
+    checked = source_date_epoch(epoch or "")
+    if checked is None:
         return None
-    try:
-        date_time = tuple(time.gmtime(max(int(epoch), ZIP_EPOCH_FLOOR))[0:6])
-    except (ValueError, OverflowError, OSError):
-        date_time = (9999,)
-    if date_time[0] > 2107:
-        raise PatchError(
-            f"SOURCE_DATE_EPOCH={epoch!r} is not a time a zip file can hold; set it to a "
-            "whole number of seconds between 315532800 (1980) and 4354819199 (2107), or unset it"
-        )
-    return date_time  # type: ignore[return-value]
+    return tuple(time.gmtime(max(int(checked), ZIP_EPOCH_FLOOR))[0:6])  # type: ignore[return-value]
 
 
 class WheelName(NamedTuple):
@@ -69,6 +76,7 @@ class WheelName(NamedTuple):
     written_name: str
     written_version: str
     written_tags: str
+    build_tag: str = ""
 
     @property
     def dist_info(self) -> str:
@@ -92,7 +100,8 @@ def parse_wheel_name(filename: str) -> WheelName:
             "downloaded it, without renaming it"
         ) from None
     parts = filename[: -len(".whl")].split("-")
-    return WheelName(name, parts[0], parts[1], "-".join(parts[-3:]))
+    build_tag = parts[2] if len(parts) == 6 else ""
+    return WheelName(name, parts[0], parts[1], "-".join(parts[-3:]), build_tag)
 
 
 def parse_headers(data: bytes) -> List[Tuple[str, str]]:
