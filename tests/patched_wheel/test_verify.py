@@ -493,3 +493,31 @@ def test_a_build_tag_is_refused_by_verify_and_index(released: Released) -> None:
     assert status == 1 and "build tag '999'" in report
     done = run_tool(repo, "index", str(tagged.parent), "--lock", str(lock), "--cache", str(cache))
     assert done.returncode == 1 and "build tag" in done.stderr
+
+
+# --- What git says is the clone's own (issue 35) ------------------------------------------------
+@pytest.mark.parametrize("how", ["replace", "graft", "GIT_DIR"])
+def test_git_answers_from_the_clones_own_objects(released: Released, how: str) -> None:
+    """An overlay released only in another repository, made to look like main's history by a
+    replace ref, a graft or GIT_DIR, is not a release here (and its tool never runs)."""
+    repo, base, lock, cache = released
+    evil = repo.parent / "evil"
+    git(repo.parent, "clone", "-q", str(repo), str(evil))
+    (evil / OVERLAY_PATH).write_bytes((evil / OVERLAY_PATH).read_bytes() + b"\n# evil\n")
+    run_tool(evil, "register-overlay")
+    git(evil, "commit", "-qam", "evil release")
+    wheel = build(evil, base, lock, "--out", str(repo.parent / "evil-dist"))
+    assert "+memfix1.4" in wheel.name
+    git(repo, "fetch", "-q", str(evil), "main:refs/heads/evil")
+    environ = {}
+    if how == "replace":
+        git(repo, "replace", "--graft", "main", "evil")  # main's parent, as git shows it: evil
+    elif how == "graft":
+        head, other = git(repo, "rev-parse", "main", "evil").split()
+        (repo / ".git/info/grafts").write_text(f"{head} {other}\n")
+    else:
+        environ["GIT_DIR"] = str(evil / ".git")
+    done = run_tool(
+        repo, "verify", str(wheel), "--lock", str(lock), "--cache", str(cache), **environ
+    )
+    assert done.returncode == 1 and "not on the main branch" in done.stdout, done.stdout
