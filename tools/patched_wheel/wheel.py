@@ -24,8 +24,14 @@ from email.parser import BytesParser
 from email.policy import compat32
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from packaging.utils import InvalidWheelFilename, NormalizedName, parse_wheel_filename
-from packaging.version import InvalidVersion
+from packaging.tags import parse_tag
+from packaging.utils import (
+    InvalidWheelFilename,
+    NormalizedName,
+    canonicalize_name,
+    parse_wheel_filename,
+)
+from packaging.version import InvalidVersion, Version
 
 from . import PatchError, config
 
@@ -166,13 +172,73 @@ class BaseWheel:
             entries[row[0]] = (row[1], row[2])
         return entries
 
+    def payload(self, info: zipfile.ZipInfo) -> bytes:
+        """The member's compressed bytes, where zipfile reads them (the local header's name and
+        extra lengths skipped, the central directory's size taken), as the build copies them."""
+        name_length, extra_length = struct.unpack_from("<HH", self.data, info.header_offset + 26)
+        start = info.header_offset + 30 + name_length + extra_length
+        return self.data[start : start + info.compress_size]
+
+    def inflate_exactly(self, info: zipfile.ZipInfo) -> bytes:
+        """The member's bytes from its copied compressed bytes, refused unless they are exactly
+        its size and CRC with nothing after the stream (zipfile and pip stop at the size and
+        never see what follows, which a copy would carry into the patched wheel)."""
+        raw = self.payload(info)
+        if info.compress_type == zipfile.ZIP_STORED:
+            data, whole = raw, True
+        else:
+            inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+            try:
+                data = inflater.decompress(raw, info.file_size + 1)
+            except zlib.error as error:
+                raise self.refused(f"{ascii(info.filename)} cannot be inflated ({error})") from None
+            whole = inflater.eof and not inflater.unused_data and not inflater.unconsumed_tail
+        if not whole or len(data) != info.file_size or zlib.crc32(data) != info.CRC:
+            raise self.refused(
+                f"{ascii(info.filename)}: its compressed bytes are not exactly its size and CRC "
+                "(bytes hidden after the stream, or damaged)"
+            )
+        return data
+
+    def _layout_problems(self) -> List[str]:
+        """What installers refuse in the layout: another .dist-info, names equal but for case
+        (on Windows and macOS one overwrites the other), WHEEL's tags or METADATA's name and
+        version other than the file name's."""
+        problems, seen = [], {}  # type: List[str], Dict[str, str]
+        for info in self.infos:
+            top = info.filename.split("/")[0]
+            if top.endswith(".dist-info") and top != self.dist_info:
+                problems.append(f"a second .dist-info folder {ascii(top)}")
+            other = seen.setdefault(info.filename.rstrip("/").casefold(), info.filename)
+            if other != info.filename:
+                problems.append(f"{ascii(info.filename)} and {ascii(other)} differ only in case")
+        _, version, _, file_tags = parse_wheel_filename(self.filename)
+        wheel_tags = {
+            tag
+            for value in header_values(self.read(f"{self.dist_info}/WHEEL", config.MiB), "Tag")
+            for tag in parse_tag(value)
+        }
+        if wheel_tags != set(file_tags):
+            problems.append("WHEEL's Tag lines are not the file name's tags")
+        metadata = self.read(f"{self.dist_info}/METADATA", config.MiB)
+        names = [canonicalize_name(n) for n in header_values(metadata, "Name")]
+        versions = header_values(metadata, "Version")
+        try:
+            same = names == [self.name.name] and [Version(v) for v in versions] == [version]
+        except InvalidVersion:
+            same = False
+        if not same:
+            problems.append("METADATA's Name or Version is not the file name's")
+        return list(dict.fromkeys(problems))
+
     def validate_record(self) -> None:
-        """Check the wheel as an installer would before trusting it (for unlocked bases):
-        every member's name, type, size and sha256 against RECORD; all problems at once."""
+        """Check the wheel as pip and installer would before trusting it (for unlocked bases):
+        the layout, then every member's name, type, mode, size and sha256 against RECORD and
+        its compressed bytes against its size and CRC; all problems at once."""
         total = sum(info.file_size for info in self.infos)
         if total > min(MAX_UNPACKED_BYTES, MAX_UNPACKED_RATIO * len(self.data)):
             raise self.refused(f"its members unpack to {total} bytes: a zip bomb or not a wheel")
-        record, problems = self.record(), []
+        record, problems = self.record(), self._layout_problems()
         skipped = {f"{self.dist_info}/{n}" for n in ("RECORD", *RECORD_SIGNATURES)}
         for info in self.infos:
             name, mode = info.filename, info.external_attr >> 16
@@ -181,11 +247,14 @@ class BaseWheel:
                 problems.append(f"{ascii(name)} is not a plain relative path")
             elif stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFDIR if info.is_dir() else 0):
                 problems.append(f"{ascii(name)} is not a regular file (mode {mode:o})")
+            elif mode & (stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX):
+                problems.append(f"{ascii(name)} has a setuid, setgid or sticky bit (mode {mode:o})")
             elif info.flag_bits & 0x1 or info.compress_type not in (0, zipfile.ZIP_DEFLATED):
                 problems.append(f"{ascii(name)} is encrypted or compressed otherwise than deflate")
-            elif not info.is_dir() and name not in skipped:
-                data = self.read(name)
-                if record.pop(name, None) != (record_hash(data), str(len(data))):
+            elif not info.is_dir():
+                data = self.inflate_exactly(info)
+                listed = record.pop(name, None) if name not in skipped else None
+                if name not in skipped and listed != (record_hash(data), str(len(data))):
                     problems.append(f"{ascii(name)} differs from RECORD or is not listed there")
         absent = [name for name in record if name not in skipped]  # listed, not in the zip
         problems += [f"RECORD lists {ascii(name)}, which the wheel lacks" for name in absent]
@@ -220,13 +289,18 @@ class Entry(NamedTuple):
 
     @classmethod
     def copied(cls, name: str, info: zipfile.ZipInfo, base: BaseWheel) -> "Entry":
-        """A member of the base, its compressed bytes copied from where zipfile reads them (the
-        local header's name and extra lengths skipped, the central directory's size taken)."""
-        name_length, extra_length = struct.unpack_from("<HH", base.data, info.header_offset + 26)
-        start = info.header_offset + 30 + name_length + extra_length
-        raw = base.data[start : start + info.compress_size]
-        return cls(name, info.date_time, info.external_attr, info.create_system,
-                   info.compress_type, info.CRC, info.file_size, raw)  # fmt: skip
+        """A member of the base, its compressed bytes copied (:meth:`BaseWheel.payload`)."""
+        payload = base.payload(info)
+        return cls(
+            name,
+            info.date_time,
+            info.external_attr,
+            info.create_system,
+            info.compress_type,
+            info.CRC,
+            info.file_size,
+            payload,
+        )
 
 
 def record_text(rows: Sequence[Tuple[str, str, str]]) -> bytes:
