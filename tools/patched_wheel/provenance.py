@@ -260,11 +260,15 @@ def parse_record(data: bytes, what: str) -> ProvenanceRecord:
     )
 
 
-def format_record(record: ProvenanceRecord) -> str:
-    """The record as lines a person reads (``provenance`` and ``verify`` print them)."""
+def format_record(record: ProvenanceRecord, *, locked: Optional[bool] = None) -> str:
+    """The record as lines a person reads (``provenance`` and ``verify`` print them);
+    ``locked`` says whether the lock of official wheels holds the base (``None``: not asked)."""
     dirty = {True: "yes", False: "no", None: "unknown"}[record.dirty]
     base = parse_wheel_name(record.base_wheel)
-    source = "a local install's files, not an official file" if record.local_install else "official"
+    sources = {True: "official: in the lock", False: "not in the lock of official wheels"}
+    source = "official, as the record says" if locked is None else sources[locked]
+    if record.local_install:
+        source = "a local install's files, not an official file"
     left_out = [fix for fix in config.FIX_NAMES if fix not in record.fixes]
     fixes = ", ".join(record.fixes) or "not recorded"
     if record.fixes and left_out:

@@ -59,13 +59,14 @@ class Verification:
     verdict: str = ""
     record: Optional[provenance.ProvenanceRecord] = None
     lines: List[str] = field(default_factory=list)
+    locked: Optional[bool] = None  # whether the lock of official wheels holds the base
 
     def report(self, *, full_diff: bool = False) -> str:
         lines = self.lines if full_diff else self.lines[:SHOWN_DIFFERENCES]
         hidden = len(self.lines) - len(lines)
         more = [f"... {hidden} more lines (--full-diff shows them)"] if hidden else []
         head = f"patched wheel:  {config.escaped(self.filename)}\nsha256:         {self.sha256}"
-        record = [provenance.format_record(self.record)] if self.record else []
+        record = [provenance.format_record(self.record, locked=self.locked)] if self.record else []
         return "\n".join([head, *record, *lines, *more, self.verdict])
 
     def refused(self, why: str) -> Verification:
@@ -216,6 +217,7 @@ def verify_bytes(
             return refuse(f"its record names the {what} {recorded!r}, its name {actual!r}: altered")
     if lock.wheels.get(official, record.base_sha256) != record.base_sha256:
         return refuse(f"its record names a base {official} that is not the lock's official file")
+    verification.locked = official in lock.wheels
     if official not in lock.wheels and not unlocked:
         why = f"its base {official} is not in the lock; --unlocked compares against it anyway"
         return refuse(why)
@@ -292,8 +294,14 @@ def verify_bytes(
         )
     if hashlib.sha256(rebuilt).hexdigest() == verification.sha256:
         verification.verified = True
+        base_text = (
+            f"the official {name.name} wheel"
+            if verification.locked
+            else f"{official} (a base the lock of official wheels does not know, as --unlocked "
+            "allowed)"
+        )
         verification.verdict = (
-            f"verified: the official {name.name} wheel plus this repository's released overlay "
+            f"verified: {base_text} plus this repository's released overlay "
             f"+{record.label} (fixes: {', '.join(record.fixes)}), nothing else (rebuilt byte for "
             "byte)"
         )
