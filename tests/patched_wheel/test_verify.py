@@ -299,6 +299,34 @@ def test_index_refuses_a_symlinked_simple_folder(released: Released, tmp_path: P
     assert list(outside.iterdir()) == []
 
 
+def test_index_writes_nothing_when_a_page_is_a_folder(released: Released) -> None:
+    repo, base, lock, cache = released
+    wheel = build(repo, base, lock)
+    simple = wheel.parent / "simple"
+    (simple / "index.html").mkdir(parents=True)
+    (simple / "torch-tensorrt").mkdir()
+    (simple / "torch-tensorrt/index.html").write_text("old")
+    done = run_tool(repo, "index", str(wheel.parent), "--lock", str(lock), "--cache", str(cache))
+    assert done.returncode == 1 and "not a file" in done.stderr and "Traceback" not in done.stderr
+    assert (simple / "torch-tensorrt/index.html").read_text() == "old"
+
+
+def test_index_drops_stale_pages_and_escapes_what_it_prints(
+    released: Released, tmp_path: Path
+) -> None:
+    repo, base, lock, cache = released
+    folder = tmp_path / "w\x1b[31m"
+    wheel = build(repo, base, lock, "--out", str(folder))
+    stale = folder / "simple/torch-tensorrt-rtx\x1b[2J"
+    stale.mkdir(parents=True)
+    (stale / "index.html").write_text('<a href="../../gone.whl">gone</a>')
+    done = run_tool(repo, "index", str(folder), "--lock", str(lock), "--cache", str(cache))
+    assert done.returncode == 0, done.stderr
+    assert not stale.exists() and (folder / "simple/torch-tensorrt/index.html").is_file()
+    assert "\x1b" not in done.stdout + done.stderr and wheel.exists()
+    assert "#sha256=" in (folder / "simple/torch-tensorrt/index.html").read_text()
+
+
 def test_index_lists_no_development_build(released: Released) -> None:
     repo, base, lock, cache = released
     (repo / OVERLAY_PATH).write_bytes((repo / OVERLAY_PATH).read_bytes() + b"\n# edited\n")

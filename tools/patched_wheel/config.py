@@ -285,17 +285,32 @@ def signals_unwind() -> Iterator[None]:
 
 
 def write_atomically(path: Path, data: bytes, *, mode: int = 0o644) -> None:
-    """Write through a temporary file in the folder, then rename: the old file or the new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write through a temporary file in the folder, then rename: the old file or the new one;
+    a folder that cannot take it (a file of that name, a folder at ``path``) is one line."""
     with signals_unwind():
-        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        temporary = ""
         try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
             with os.fdopen(descriptor, "wb") as stream:
                 stream.write(data)
             os.chmod(temporary, mode)
             os.replace(temporary, path)
+        except OSError as error:
+            raise PatchError(
+                f"cannot write {str(path)!r} ({error.strerror or error}); give an output "
+                "folder that is a folder you can write, with no folder in the file's place"
+            ) from None
         finally:
-            Path(temporary).unlink(missing_ok=True)
+            if temporary:
+                Path(temporary).unlink(missing_ok=True)
+
+
+def output_folder(path: Path, option: str = "--out") -> Path:
+    """``path`` if it is a folder or absent (made on the first write); one line otherwise."""
+    if path.exists() and not path.is_dir():
+        raise PatchError(f"{option} {str(path)!r} is a file, not a folder; give a folder")
+    return path
 
 
 def write_text_atomically(path: Path, text: str) -> None:
