@@ -378,3 +378,27 @@ def test_an_unlocked_base_is_refused_where_installers_refuse_it(
         _rezipped(base, **change)  # type: ignore[arg-type]
     with pytest.raises(PatchError, match=problem):
         open_base(BaseChoice(wheel=base, unlocked=True), lock=Lock({}))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs and /dev/zero are POSIX")
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_a_local_install_never_reads_what_is_not_a_regular_file(tmp_path: Path, kind: str) -> None:
+    """A FIFO would block for ever and /dev/zero never ends: neither is read."""
+    from packaging.utils import canonicalize_name
+    from patched_wheel.config import BaseRequest
+    from patched_wheel.fetch import local_install_wheel
+
+    dist_info = "torch_tensorrt-2.99.0.dist-info"
+    package = tmp_path / "torch_tensorrt"
+    package.mkdir()
+    (tmp_path / dist_info).mkdir()
+    if kind == "fifo":
+        os.mkfifo(package / "odd.py")
+    else:
+        (package / "odd.py").symlink_to("/dev/zero")
+    (tmp_path / dist_info / "RECORD").write_text("torch_tensorrt/odd.py,sha256=x,1\n")
+    request = BaseRequest(
+        "2.99.0", "manylinux_2_28_x86_64", "3.11", canonicalize_name("torch-tensorrt")
+    )
+    with pytest.raises(PatchError, match="odd.py is missing or not a regular file"):
+        local_install_wheel((request, "2.99.0", tmp_path, dist_info))

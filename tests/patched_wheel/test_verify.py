@@ -19,6 +19,7 @@ from typing import Dict, Optional, Tuple
 
 import pytest
 from helpers import git, make_wheel, run_tool, write_lock
+from patched_wheel import PatchError
 from patched_wheel.config import OVERLAY_PATH, OVERLAY_RELEASES_FILE, REPOSITORY, TARGET
 from patched_wheel.lock import Lock
 from patched_wheel.patch import Origin, patch_wheel
@@ -560,3 +561,65 @@ def test_git_answers_from_the_clones_own_objects(released: Released, how: str) -
         repo, "verify", str(wheel), "--lock", str(lock), "--cache", str(cache), **environ
     )
     assert done.returncode == 1 and "not on the main branch" in done.stdout, done.stdout
+
+
+# --- Messages that say what happened (issue 35) -------------------------------------------------
+def test_a_damaged_cached_base_is_to_be_deleted(released: Released) -> None:
+    repo, base, lock, cache = released
+    wheel = build(repo, base, lock)
+    base.write_bytes(base.read_bytes() + b"damage")
+    status, report = verify(repo, wheel, lock, cache)
+    assert status == 1 and "delete it" in report and "leave it out" not in report
+
+
+def test_a_shallow_clone_says_it_lacks_history(released: Released) -> None:
+    repo, base, lock, cache = released
+    wheel = build(repo, base, lock)
+    for edit in ("one", "two"):
+        (repo / "README.md").write_text(edit)
+        git(repo, "add", "README.md")
+        git(repo, "commit", "-qm", edit)
+    shallow = repo.parent / "shallow"
+    git(repo.parent, "clone", "-q", "--depth", "1", repo.as_uri(), str(shallow))
+    status, report = verify(shallow, wheel, lock, cache)
+    assert status == 1 and "git fetch --unshallow" in report and "never released" not in report
+    done = run_tool(shallow, "build", "--base-wheel", str(base), "--lock", str(lock))
+    assert done.returncode == 1 and "git fetch --unshallow" in done.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown needs root")
+def test_git_refusing_the_clone_is_said_as_such(released: Released) -> None:
+    repo, base, lock, cache = released
+    wheel = build(repo, base, lock)
+    subprocess.run(["chown", "-R", "65534", str(repo)], check=True)
+    done = run_tool(
+        repo,
+        "verify",
+        str(wheel),
+        "--lock",
+        str(lock),
+        "--cache",
+        str(cache),
+        HOME=str(repo.parent),
+    )
+    assert done.returncode == 1 and "safe.directory" in done.stderr
+    assert "no main branch history" not in done.stderr
+
+
+# --- Reads that stay bounded (issue 35) ---------------------------------------------------------
+def test_a_wheel_of_many_tiny_members_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    import tracemalloc
+
+    from patched_wheel.verify import read_record
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for number in range(70000):
+            archive.writestr(f"{number}", b"")
+    data = out.getvalue()
+    tracemalloc.start()
+    with pytest.raises(PatchError, match="at most 65534"):
+        read_record(data, "torch_tensorrt-2.99.0+memfix1.3-cp311-cp311-linux_x86_64.whl")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < len(data), (peak, len(data))

@@ -124,12 +124,18 @@ def _index(args: argparse.Namespace) -> None:
     print(f"{config.escaped(str(index_dir))}: {_install_line(index_dir)}")
 
 
+def _environment_base_wheel() -> Optional[Path]:
+    """``TORCHTRT_BASE_WHEEL``, which pip's refusals advise, for ``verify`` as for ``build``."""
+    value = os.environ.get("TORCHTRT_BASE_WHEEL")
+    return Path(value).expanduser() if value else None
+
+
 def _verify(args: argparse.Namespace) -> None:
     verification = verify.verify_file(
         args.patched_wheel,
         lock=lock.load_lock(args.lock),
         cache_dir=args.cache,
-        base_wheel=args.base_wheel,
+        base_wheel=args.base_wheel or _environment_base_wheel(),
         unlocked=args.unlocked or config.unlocked_from_environment(os.environ),
         overlay=args.overlay,
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import errno
 import logging
 import os
 import re
@@ -318,16 +319,22 @@ def write_text_atomically(path: Path, text: str) -> None:
     write_atomically(path, text.encode("utf-8"))
 
 
-def read_file(path: Path, *, what: str, cap: int = MAX_WHEEL_BYTES) -> bytes:
-    """The bytes of the regular file ``path``, refused beyond ``cap``; opened without blocking
-    (a FIFO would wait for a writer forever), checked through the descriptor."""
+def read_regular_file(path: Path, cap: int) -> bytes:
+    """The bytes of the regular file ``path``, at most ``cap + 1`` of them; opened without
+    blocking (a FIFO would wait for a writer forever) and checked through the descriptor, so a
+    FIFO, a device or a symlink to one is an ``OSError``, never a read."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    descriptor = os.open(path, flags)
+    with open(descriptor, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise IsADirectoryError(errno.EINVAL, "not a regular file")
+        return stream.read(cap + 1)
+
+
+def read_file(path: Path, *, what: str, cap: int = MAX_WHEEL_BYTES) -> bytes:
+    """:func:`read_regular_file`, refused in one line beyond ``cap`` or where it fails."""
     try:
-        descriptor = os.open(path, flags)
-        with open(descriptor, "rb") as stream:
-            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-                raise IsADirectoryError("not a regular file")
-            data = stream.read(cap + 1)
+        data = read_regular_file(path, cap)
     except OSError as error:
         raise PatchError(
             f"{what} {str(path)!r} cannot be read ({error.strerror or error}); give the path "

@@ -212,15 +212,16 @@ def release_commit(
         "--",
         *paths,
     )
-    inputs, found = _build_inputs(repository, revision), None
+    inputs, found, ended = _build_inputs(repository, revision), None, False
     for line in (log or "").splitlines():
         commit, _, time = line.partition(" ")
-        if _build_inputs(repository, commit) != inputs:
-            break
-        if _registry_at(repository, commit).get(overlay_sha256) != number:
+        ended = _build_inputs(repository, commit) != inputs
+        ended = ended or _registry_at(repository, commit).get(overlay_sha256) != number
+        if ended:
             break
         found = (commit, time)
-    if found is None:
+    shallow = config.git_text(repository, "rev-parse", "--is-shallow-repository") == "true\n"
+    if found is None or (shallow and not ended):  # the release may lie beyond what was fetched
         raise PatchError(
             f"the history of revision {revision} does not show where overlay "
             f"{overlay_sha256[:12]} was released as {release_label(number)}; {FETCH_HISTORY}"

@@ -15,6 +15,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -24,6 +25,8 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
+
+from packaging.utils import parse_wheel_filename
 
 from . import PatchError, config, provenance
 from .fetch import cached_base
@@ -39,7 +42,7 @@ from .releases import (
     tool_sha256_at,
 )
 from .splice import overlay_from_bytes
-from .wheel import BaseWheel, parse_wheel_name
+from .wheel import MAX_MEMBERS, BaseWheel, member_count, parse_wheel_name
 
 SHOWN_DIFFERENCES = 20  # lines of differences shown without --full-diff
 MAX_DIFFERENCES = 2000  # and with it: a report is bounded whatever the input
@@ -156,10 +159,26 @@ def _rebuild_from_history(
         return wheels[0].read_bytes()
 
 
+def base_request(official: str) -> config.BaseRequest:
+    """The request pip fetches the official wheel ``official`` by: its release, distribution,
+    and its own Python and platform (not this interpreter's, which would get another file)."""
+    name, version, _, tags = parse_wheel_filename(official)
+    tag = min(tags, key=str)
+    python = f"3.{tag.interpreter[3:]}" if re.fullmatch(r"cp3[0-9]+", tag.interpreter) else None
+    return config.BaseRequest(str(version), tag.platform, python, str(name))
+
+
 def read_record(data: bytes, filename: str) -> provenance.ProvenanceRecord:
     """The provenance record of the wheel whose bytes are ``data``, and nothing else of it; a
     PatchError of one line for a wheel without a record or with one this tool never writes."""
     member = provenance.record_member(parse_wheel_name(filename).dist_info)
+    count = member_count(data)  # before zipfile reads the central directory
+    if count is None or count > MAX_MEMBERS:
+        states = "no zip end record, or a ZIP64 one" if count is None else f"{count} members"
+        raise PatchError(
+            f"{filename}: its zip has {states}; a patched wheel holds at most {MAX_MEMBERS} "
+            "members and no ZIP64, so this is not one this tool writes"
+        )
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive, archive.open(member) as stream:
             recorded = stream.read(provenance.MAX_RECORD_BYTES + 1)
@@ -267,15 +286,21 @@ def verify_bytes(
             "leave it out"
         )
 
-    # 3. The base, by the recorded name and sha256.
+    # 3. The base, by the recorded name and sha256: the wheel's own Python and platform.
+    given_base = base_wheel is not None
     if base_wheel is None:
-        request = config.BaseRequest(base_version, distribution=str(name.name))
-        base_wheel = cached_base(request, official, record.base_sha256, cache_dir)
+        base_wheel = cached_base(base_request(official), official, record.base_sha256, cache_dir)
     base_data = config.read_file(base_wheel, what="the base wheel")
     if hashlib.sha256(base_data).hexdigest() != record.base_sha256:
+        fix = (
+            "give that one with --base-wheel, or leave it out to fetch it"
+            if given_base
+            else "the cached file is damaged or was replaced: delete it, and verify again to "
+            "fetch it"
+        )
         raise PatchError(
-            f"the base wheel {base_wheel} is not the one the record names (sha256 "
-            f"{record.base_sha256}); give that one with --base-wheel, or leave it out to fetch it"
+            f"the base wheel {str(base_wheel)!r} is not the one the record names (sha256 "
+            f"{record.base_sha256}); {fix}"
         )
 
     # 4. The rebuild, and the bytes compared.

@@ -303,6 +303,21 @@ class Entry(NamedTuple):
         )
 
 
+MAX_MEMBERS = 0xFFFE  # the most a patched wheel holds (:func:`write_zip`, no ZIP64)
+
+
+def member_count(data: bytes) -> Optional[int]:
+    """The member count the zip's end record states, read before anything parses the central
+    directory (``None``: no end record, or a ZIP64 one, which :func:`write_zip` never writes).
+    zipfile keeps an object of some 500 bytes per member: a wheel of tiny members costs ten
+    times its size to open, so an untrusted wheel is counted first."""
+    end = data.rfind(b"PK\x05\x06", max(0, len(data) - 0xFFFF - 22))
+    if end < 0 or len(data) < end + 22:
+        return None
+    count = struct.unpack_from("<H", data, end + 10)[0]
+    return None if count == 0xFFFF else count
+
+
 def record_text(rows: Sequence[Tuple[str, str, str]]) -> bytes:
     """RECORD of ``rows`` (path, hash, size), as csv writes it, with ``\\n`` line ends."""
     out = io.StringIO()
