@@ -623,3 +623,25 @@ def test_a_wheel_of_many_tiny_members_is_refused_before_it_is_parsed(tmp_path: P
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < len(data), (peak, len(data))
+
+
+@pytest.mark.pypi
+@pytest.mark.parametrize(
+    "python, platform",
+    [
+        pytest.param("3.12", "manylinux_2_28_x86_64", id="cp312"),
+        pytest.param("3.11", "manylinux_2_28_aarch64", id="aarch64"),
+    ],
+)
+def test_another_pythons_or_platforms_wheel_verifies_with_an_empty_cache(
+    released: Released, tmp_path: Path, python: str, platform: str
+) -> None:
+    from wheel_helpers import fetch
+
+    repo, _, _, _ = released
+    base = fetch("2.14.0", python, platform)
+    lock = REPOSITORY / "tools/patched_wheel/official_wheels.lock.json"
+    wheel = build(repo, base, lock)
+    status, report = verify(repo, wheel, lock, tmp_path / "empty")
+    assert status == 0, report
+    assert (tmp_path / "empty" / base.name).read_bytes() == base.read_bytes()
