@@ -104,6 +104,13 @@ def release_repo(folder: Path) -> Path:
     return repo
 
 
+def pip_environment(**settings: str) -> Dict[str, str]:
+    """The environment of a pip that a test runs: none of the caller's ``PIP_*`` variables or
+    config files (``PIP_NO_INDEX``, an index, required hashes ...), only ``settings``."""
+    environ = {k: v for k, v in os.environ.items() if not k.upper().startswith("PIP_")}
+    return {**environ, "PIP_CONFIG_FILE": os.devnull, **settings}
+
+
 def run_tool(repo: Path, *args: str, **environ: str) -> subprocess.CompletedProcess[str]:
     """``python tools/patched_wheel ARGS`` in ``repo``, its output as text."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHTRT_BASE_")}

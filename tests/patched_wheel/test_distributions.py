@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import Tuple
 
 import pytest
-from helpers import UTILS, make_wheel, record_hash, release_repo, run_tool, write_lock
+from helpers import (
+    UTILS,
+    make_wheel,
+    pip_environment,
+    record_hash,
+    release_repo,
+    run_tool,
+    write_lock,
+)
 from patched_wheel import PatchError
 from patched_wheel.config import (
     DISTRIBUTIONS,
@@ -120,8 +128,8 @@ def test_each_distribution_has_its_own_page_and_each_installer_gets_its_own(
         folder = tmp_path / f"pip-{project}"
         pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--index-url", index, "-d"]
         pip += [str(folder), "--only-binary=:all:", "--python-version", "3.11", "--platform"]
-        subprocess.run(pip + ["manylinux_2_28_x86_64", f"{project}==2.99.0"], check=True,
-                       capture_output=True)  # fmt: skip
+        pip += ["manylinux_2_28_x86_64", f"{project}==2.99.0"]
+        subprocess.run(pip, check=True, capture_output=True, env=pip_environment())
         assert [p.name.startswith(prefix) for p in folder.iterdir()] == [True]
         uv = [shutil.which("uv") or "uv", "pip", "compile", "-", "--no-deps", "--index-url"]
         uv += [index, "--python-version", "3.11", "--python-platform", "x86_64-manylinux_2_28"]

@@ -199,6 +199,7 @@ def test_an_unreachable_index_is_said_in_one_line(tmp_path: Path) -> None:
     index could not be reached, no traceback, no wheel."""
     unreachable = {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_RETRIES": "1"}
     unreachable.update(PIP_EXTRA_INDEX_URL="", PIP_FIND_LINKS="", PIP_TIMEOUT="2")
+    unreachable.update(PIP_NO_INDEX="0", PIP_CONFIG_FILE=os.devnull)  # not the caller's pip
     done = run_tool(
         REPOSITORY, "build", "--release", "2.13.0", "--platform", "manylinux_2_28_x86_64",
         "--python", "3.11", "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "out"),
