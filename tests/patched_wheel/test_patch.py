@@ -15,7 +15,7 @@ from typing import Dict
 
 import packaging
 import pytest
-from helpers import UTILS, make_wheel, run_tool
+from helpers import UTILS, make_wheel, pip_environment, run_tool
 from packaging.version import Version
 from patched_wheel import PatchError
 from patched_wheel.config import (
@@ -178,7 +178,7 @@ def test_development_labels_sort_below_releases_for_pip(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "pip", "download", "--no-index", "--find-links", str(folder), "--no-deps",
                "--platform", "manylinux_2_28_x86_64", "--python-version", "3.11", "--only-binary=:all:",
                "-d", str(tmp_path / "got"), "torch_tensorrt==2.99.0"]  # fmt: skip
-    subprocess.run(command, check=True, capture_output=True)
+    subprocess.run(command, check=True, capture_output=True, env=pip_environment())
     assert [p.name.split("-")[1] for p in (tmp_path / "got").glob("*.whl")] == ["2.99.0+memfix1.2"]
     assert Version("2.99.0+memfix1.dev2.gcd7f5f9a51") < Version("2.99.0+memfix1.2")
 

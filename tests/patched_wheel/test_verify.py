@@ -209,7 +209,7 @@ def test_names_in_the_report_are_escaped_and_cut() -> None:
     assert all("\x1b" not in line and len(line) < 400 for line in lines), folder
 
 
-def test_a_base_the_lock_does_not_know_is_not_compared_unasked(
+def test_a_base_the_lock_does_not_know_is_compared_only_when_asked_and_not_called_official(
     tmp_path: Path, released: Released
 ) -> None:
     repo, base, lock, cache = released
@@ -217,14 +217,6 @@ def test_a_base_the_lock_does_not_know_is_not_compared_unasked(
     other = write_lock(tmp_path / "other.json", make_wheel(tmp_path / "x", version="2.98.0"))
     status, report = verify(repo, wheel, other, cache)
     assert status == 1 and "is not in the lock" in report
-
-
-def test_verify_unlocked_does_not_call_an_unknown_base_official(
-    tmp_path: Path, released: Released
-) -> None:
-    repo, base, lock, cache = released
-    wheel = build(repo, base, lock)
-    other = write_lock(tmp_path / "other.json", make_wheel(tmp_path / "x", version="2.98.0"))
     status, report = verify(repo, wheel, other, cache, "--unlocked")
     assert status == 0 and "the official" not in report and "(official" not in report, report
     assert "not in the lock of official wheels" in report
