@@ -104,10 +104,21 @@ def release_repo(folder: Path) -> Path:
     return repo
 
 
+def pip_environment(**settings: str) -> Dict[str, str]:
+    """The environment of a pip that a test runs: none of the caller's ``PIP_*`` variables or
+    config files (``PIP_NO_INDEX``, an index, required hashes ...), only ``settings``."""
+    environ = {k: v for k, v in os.environ.items() if not k.upper().startswith("PIP_")}
+    return {**environ, "PIP_CONFIG_FILE": os.devnull, **settings}
+
+
 def run_tool(repo: Path, *args: str, **environ: str) -> subprocess.CompletedProcess[str]:
-    """``python tools/patched_wheel ARGS`` in ``repo``, its output as text."""
+    """``python tools/patched_wheel ARGS`` in ``repo``, its output as text; ``environ`` with a
+    ``PIP_*`` setting replaces the caller's pip settings (see :func:`pip_environment`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHTRT_BASE_")}
     env.pop("SOURCE_DATE_EPOCH", None)
+    if any(name.startswith("PIP_") for name in environ):  # the test says how pip runs
+        env = {k: v for k, v in env.items() if not k.upper().startswith("PIP_")}
+        env["PIP_CONFIG_FILE"] = os.devnull
     env.update(environ)
     command = [sys.executable, str(repo / TOOL_PATH), *args]
     return subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, check=False)

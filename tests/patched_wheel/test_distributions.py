@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import Tuple
 
 import pytest
-from helpers import UTILS, make_wheel, record_hash, release_repo, run_tool, write_lock
+from helpers import (
+    UTILS,
+    make_wheel,
+    pip_environment,
+    record_hash,
+    release_repo,
+    run_tool,
+    write_lock,
+)
 from patched_wheel import PatchError
 from patched_wheel.config import (
     DISTRIBUTIONS,
@@ -120,8 +128,8 @@ def test_each_distribution_has_its_own_page_and_each_installer_gets_its_own(
         folder = tmp_path / f"pip-{project}"
         pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--index-url", index, "-d"]
         pip += [str(folder), "--only-binary=:all:", "--python-version", "3.11", "--platform"]
-        subprocess.run(pip + ["manylinux_2_28_x86_64", f"{project}==2.99.0"], check=True,
-                       capture_output=True)  # fmt: skip
+        pip += ["manylinux_2_28_x86_64", f"{project}==2.99.0"]
+        subprocess.run(pip, check=True, capture_output=True, env=pip_environment())
         assert [p.name.startswith(prefix) for p in folder.iterdir()] == [True]
         uv = [shutil.which("uv") or "uv", "pip", "compile", "-", "--no-deps", "--index-url"]
         uv += [index, "--python-version", "3.11", "--python-platform", "x86_64-manylinux_2_28"]
@@ -270,7 +278,7 @@ def test_refreshing_one_distribution_keeps_the_others_wheels_of_that_release(
 
     bases = [make_wheel(tmp_path, name=name) for name in ("torch_tensorrt", RTX)]
     (tmp_path / "index").mkdir()
-    fresh = make_wheel(tmp_path / "index", {"torch_tensorrt/new.py": b""})  # a new upload
+    fresh = make_wheel(tmp_path / "index")  # downloaded again: the same file
 
     def download(request: BaseRequest, folder: Path, **_: object) -> Path:
         assert request.distribution == "torch-tensorrt"  # only the release asked for
@@ -292,7 +300,7 @@ def test_refreshing_one_platform_keeps_the_releases_other_platforms(
 
     linux = make_wheel(tmp_path / "linux", tag="cp311-cp311-manylinux_2_28_x86_64")
     windows = make_wheel(tmp_path / "windows", tag="cp311-cp311-win_amd64")
-    fresh = make_wheel(tmp_path / "index", {"torch_tensorrt/new.py": b""})  # a new upload
+    fresh = make_wheel(tmp_path / "index")  # downloaded again: the same file
 
     def download(request: BaseRequest, folder: Path, **_: object) -> Path:
         assert request.platform == "manylinux_2_28_x86_64"  # only the platform asked for
@@ -317,3 +325,23 @@ def test_the_pep_517_build_refuses_a_local_install(
     with pytest.raises(SystemExit, match="is a local install .* --release installed"):
         backend.build_wheel(str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
+
+
+def test_the_lock_refuses_another_sha256_for_a_known_file_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PyPI never re-uploads a file name: a re-zipped copy an index serves is not a refresh."""
+    import patched_wheel.lock as lock_module
+
+    base = make_wheel(tmp_path)
+    rezipped = make_wheel(tmp_path / "index", {"torch_tensorrt/new.py": b""})  # the same name
+
+    def download(request: BaseRequest, folder: Path, **_: object) -> Path:
+        return Path(shutil.copy(rezipped, folder))
+
+    monkeypatch.setattr(lock_module, "pip_download", download)
+    path = write_lock(tmp_path / "lock.json", base)
+    before = path.read_bytes()
+    with pytest.raises(PatchError, match="never re-uploads a file name"):
+        lock_module.refresh_lock([BaseRequest("2.99.0")], path=path)
+    assert path.read_bytes() == before

@@ -44,8 +44,14 @@ def test_lock_of_a_release_the_index_lacks_fails_and_keeps_the_lock(tmp_path: Pa
     index = tmp_path / "index"  # pip's find-links folder: an index of two releases' wheels
     make_wheel(index, version="2.13.0")
     make_wheel(index, version="2.14.0")
-    lock = tmp_path / "lock.json"
-    shutil.copy(LOCK_FILE, lock)
+    lock = tmp_path / "lock.json"  # the lock without the wheels the index has (a new release)
+    wheels = json.loads(LOCK_FILE.read_text())["wheels"]
+    kept = {
+        name: sha256
+        for name, sha256 in wheels.items()
+        if not name.startswith("torch_tensorrt-2.14.0-")
+    }
+    lock.write_text(json.dumps({"wheels": kept}))
     before = lock.read_bytes()
     offline = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(index)}
     asked = ["--platform", "manylinux_2_28_x86_64", "--python", "3.11", "--lock", str(lock)]
@@ -193,6 +199,7 @@ def test_an_unreachable_index_is_said_in_one_line(tmp_path: Path) -> None:
     index could not be reached, no traceback, no wheel."""
     unreachable = {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_RETRIES": "1"}
     unreachable.update(PIP_EXTRA_INDEX_URL="", PIP_FIND_LINKS="", PIP_TIMEOUT="2")
+    unreachable.update(PIP_NO_INDEX="0", PIP_CONFIG_FILE=os.devnull)  # not the caller's pip
     done = run_tool(
         REPOSITORY, "build", "--release", "2.13.0", "--platform", "manylinux_2_28_x86_64",
         "--python", "3.11", "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "out"),
@@ -202,3 +209,33 @@ def test_an_unreachable_index_is_said_in_one_line(tmp_path: Path) -> None:
     assert done.returncode == 1 and len(errors) == 1, done.stderr
     assert "the package index could not be reached" in errors[0]
     assert "Traceback" not in done.stderr and not (tmp_path / "out").exists()
+
+
+# --- No traceback, nothing half-written (issue 35) ----------------------------------------------
+@pytest.mark.parametrize("command", ["build", "matrix"])
+def test_an_output_folder_that_is_a_file_is_one_line(tmp_path: Path, command: str) -> None:
+    (tmp_path / "out").write_text("a file")
+    base = make_wheel(tmp_path / "cache")
+    options = ["--base-wheel", str(base)] if command == "build" else ["--release", "2.14.0"]
+    done = run_tool(REPOSITORY, command, *options, "--out", str(tmp_path / "out"))
+    assert done.returncode == 1 and "is a file, not a folder" in done.stderr
+    assert "Traceback" not in done.stderr and (tmp_path / "out").read_text() == "a file"
+
+
+def test_site_refuses_a_symlink_as_its_folder(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    done = run_tool(REPOSITORY, "site", "--out", str(tmp_path / "link"))
+    assert done.returncode == 1 and "is a symlink" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("epoch", ["\u00b2", "1e9", "-1", "99999999999999"])
+def test_build_sdist_refuses_an_odd_source_date_epoch_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, epoch: str
+) -> None:
+    from patched_wheel import backend
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", epoch)
+    with pytest.raises(SystemExit, match="SOURCE_DATE_EPOCH=.* is not a time a zip file can hold"):
+        backend.build_sdist(str(tmp_path))
+    assert not list(tmp_path.iterdir())

@@ -15,7 +15,7 @@ from typing import Dict
 
 import packaging
 import pytest
-from helpers import UTILS, make_wheel, run_tool
+from helpers import UTILS, make_wheel, pip_environment, run_tool
 from packaging.version import Version
 from patched_wheel import PatchError
 from patched_wheel.config import (
@@ -29,7 +29,7 @@ from patched_wheel.lock import Lock, open_base
 from patched_wheel.patch import FIXES, Origin, patch_wheel, rewrite_metadata_version
 from patched_wheel.provenance import SourceRevision
 from patched_wheel.splice import overlay_from_bytes
-from patched_wheel.wheel import BaseWheel, zip_date_time
+from patched_wheel.wheel import BaseWheel, Entry, write_zip, zip_date_time
 
 # A synthetic overlay written here. Its prepare_inputs takes the parameter name upstream's
 # callers pass by keyword (backends.py: disable_memory_format_check=True), as the call-site
@@ -178,7 +178,7 @@ def test_development_labels_sort_below_releases_for_pip(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "pip", "download", "--no-index", "--find-links", str(folder), "--no-deps",
                "--platform", "manylinux_2_28_x86_64", "--python-version", "3.11", "--only-binary=:all:",
                "-d", str(tmp_path / "got"), "torch_tensorrt==2.99.0"]  # fmt: skip
-    subprocess.run(command, check=True, capture_output=True)
+    subprocess.run(command, check=True, capture_output=True, env=pip_environment())
     assert [p.name.split("-")[1] for p in (tmp_path / "got").glob("*.whl")] == ["2.99.0+memfix1.2"]
     assert Version("2.99.0+memfix1.dev2.gcd7f5f9a51") < Version("2.99.0+memfix1.2")
 
@@ -304,3 +304,101 @@ def test_the_package_has_no_cycles_and_no_network() -> None:
     )
     assert out.stdout.strip() == "[]"
     assert len(list(folder.glob("*.py"))) <= 15
+
+
+def _rezipped(path: Path, *, mode_of: str = "", mode: int = 0, hide_after: str = "") -> None:
+    """``path`` written again by the tool's raw writer: ``mode_of``'s mode set to ``mode``,
+    bytes hidden after ``hide_after``'s deflate stream (its size and CRC unchanged)."""
+    entries = []
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            data = archive.read(info)
+            compressor = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+            payload = compressor.compress(data) + compressor.flush()
+            payload += b"hidden" if info.filename == hide_after else b""
+            attributes = mode << 16 if info.filename == mode_of else info.external_attr
+            entries.append(
+                Entry(
+                    info.filename,
+                    info.date_time,
+                    attributes,
+                    3,
+                    zipfile.ZIP_DEFLATED,
+                    zlib.crc32(data),
+                    len(data),
+                    payload,
+                )
+            )
+    path.write_bytes(write_zip(entries))
+
+
+DIST_INFO = "torch_tensorrt-2.99.0.dist-info"
+
+
+@pytest.mark.parametrize(
+    "files, change, problem",
+    [
+        pytest.param(
+            {}, dict(mode_of="torch_tensorrt/bin/torchtrtc", mode=0o104755), "setuid", id="setuid"
+        ),
+        pytest.param(
+            {"torch_tensorrt/dynamo/UTILS.py": b"x = 1\n"},
+            {},
+            "differ only in case",
+            id="case-variant",
+        ),
+        pytest.param(
+            {f"{DIST_INFO}/WHEEL": b"Wheel-Version: 1.0\nTag: py3-none-any\n"},
+            {},
+            "WHEEL's Tag",
+            id="wheel-tags",
+        ),
+        pytest.param(
+            {f"{DIST_INFO}/METADATA": b"Name: torch_tensorrt\nVersion: 2.98.0\n\n"},
+            {},
+            "METADATA's Name or Version",
+            id="metadata-version",
+        ),
+        pytest.param(
+            {"other-1.0.dist-info/METADATA": b"Name: other\n"},
+            {},
+            "a second .dist-info",
+            id="second-dist-info",
+        ),
+        pytest.param(
+            {}, dict(hide_after="torch_tensorrt/__init__.py"), "hidden after", id="hidden-bytes"
+        ),
+    ],
+)
+def test_an_unlocked_base_is_refused_where_installers_refuse_it(
+    tmp_path: Path, files: Dict[str, bytes], change: Dict[str, object], problem: str
+) -> None:
+    base = make_wheel(tmp_path, files, version="2.99.0")
+    if change:
+        _rezipped(base, **change)  # type: ignore[arg-type]
+    with pytest.raises(PatchError, match=problem):
+        open_base(BaseChoice(wheel=base, unlocked=True), lock=Lock({}))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs and /dev/zero are POSIX")
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_a_local_install_never_reads_what_is_not_a_regular_file(tmp_path: Path, kind: str) -> None:
+    """A FIFO would block for ever and /dev/zero never ends: neither is read."""
+    from packaging.utils import canonicalize_name
+    from patched_wheel.config import BaseRequest
+    from patched_wheel.fetch import local_install_wheel
+
+    dist_info = "torch_tensorrt-2.99.0.dist-info"
+    package = tmp_path / "torch_tensorrt"
+    package.mkdir()
+    (tmp_path / dist_info).mkdir()
+    if kind == "fifo":
+        os.mkfifo(package / "odd.py")
+    else:
+        (package / "odd.py").symlink_to("/dev/zero")
+    (tmp_path / dist_info / "RECORD").write_text("torch_tensorrt/odd.py,sha256=x,1\n")
+    request = BaseRequest(
+        "2.99.0", "manylinux_2_28_x86_64", "3.11", canonicalize_name("torch-tensorrt")
+    )
+    with pytest.raises(PatchError, match="odd.py is missing or not a regular file"):
+        local_install_wheel((request, "2.99.0", tmp_path, dist_info))

@@ -59,8 +59,9 @@ def _build(args: argparse.Namespace) -> None:
     else:  # the options, else the environment of ``pip wheel .``
         given = (args.release, args.platform, args.python, args.distribution)
         choice = config.choice_from_environment(os.environ, given, unlocked=unlocked)
+    out = config.output_folder(args.out)
     base = lock.open_base(choice, lock=lock.load_lock(args.lock), cache_dir=args.cache)
-    print(patch.build_patched_wheel(base, out_dir=args.out, overlay_path=args.overlay))
+    print(patch.build_patched_wheel(base, out_dir=out, overlay_path=args.overlay))
 
 
 def _listing_check(args: argparse.Namespace) -> Callable[[bytes, str], Optional[str]]:
@@ -75,6 +76,7 @@ def _listing_check(args: argparse.Namespace) -> Callable[[bytes, str], Optional[
 
 
 def _matrix(args: argparse.Namespace) -> None:
+    config.output_folder(args.out)
     requests = matrix.requests_for(args.release, args.platform, args.python, args.distribution)
     entries = matrix.build_matrix(requests, out_dir=args.out, cache_dir=args.cache,
                                   lock=lock.load_lock(args.lock), overlay_path=args.overlay,
@@ -113,12 +115,19 @@ def _install_line(index_dir: Path) -> str:
     pages = sorted(page.parent.name for page in index_dir.glob("*/index.html"))
     names = [name.replace("-", "_") for name in pages] or ["torch_tensorrt"]
     others = f" (or {', '.join(names[1:])})" if names[1:] else ""
-    return f"pip install --extra-index-url {index_dir.resolve().as_uri()} {names[0]}{others}"
+    line = f"pip install --extra-index-url {index_dir.resolve().as_uri()} {names[0]}{others}"
+    return config.escaped(line)
 
 
 def _index(args: argparse.Namespace) -> None:
     index_dir = index.write_simple_index(args.dir, check=_listing_check(args))
-    print(f"{index_dir}: {_install_line(index_dir)}")
+    print(f"{config.escaped(str(index_dir))}: {_install_line(index_dir)}")
+
+
+def _environment_base_wheel() -> Optional[Path]:
+    """``TORCHTRT_BASE_WHEEL``, which pip's refusals advise, for ``verify`` as for ``build``."""
+    value = os.environ.get("TORCHTRT_BASE_WHEEL")
+    return Path(value).expanduser() if value else None
 
 
 def _verify(args: argparse.Namespace) -> None:
@@ -126,7 +135,7 @@ def _verify(args: argparse.Namespace) -> None:
         args.patched_wheel,
         lock=lock.load_lock(args.lock),
         cache_dir=args.cache,
-        base_wheel=args.base_wheel,
+        base_wheel=args.base_wheel or _environment_base_wheel(),
         unlocked=args.unlocked or config.unlocked_from_environment(os.environ),
         overlay=args.overlay,
     )

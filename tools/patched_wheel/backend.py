@@ -22,7 +22,7 @@ from .fetch import installed_request
 from .lock import load_lock, open_base
 from .patch import build_origin, build_patched_wheel, patched_version, read_overlay
 from .provenance import REVISION_FILE, write_revision_file
-from .wheel import parse_wheel_name
+from .wheel import parse_wheel_name, source_date_epoch
 
 # The members' time without SOURCE_DATE_EPOCH (1980-01-01, as in the wheels): one tree, one sdist.
 SDIST_DEFAULT_MTIME = 315532800
@@ -69,8 +69,8 @@ def build_sdist(sdist_directory: str, config_settings: object = None) -> str:
             release = choice.request.release
         version = patched_version(release, label)
         top = f"torch_tensorrt-{version}"
-        epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
-        mtime = int(epoch) if epoch.isdigit() else SDIST_DEFAULT_MTIME
+        epoch = source_date_epoch(os.environ.get("SOURCE_DATE_EPOCH", ""))
+        mtime = SDIST_DEFAULT_MTIME if epoch is None else int(epoch)
         # The members: what the build needs to run again, the revision file and PKG-INFO
         tool = [p for p in config.LOCK_FILE.parent.rglob("*") if "__pycache__" not in p.parts]
         sources = [config.REPOSITORY / name for name in SDIST_FILES] + [config.DEFAULT_OVERLAY]

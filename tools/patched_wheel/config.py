@@ -13,9 +13,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import errno
 import logging
 import os
 import re
+import shlex
 import signal
 import stat
 import subprocess
@@ -285,17 +287,32 @@ def signals_unwind() -> Iterator[None]:
 
 
 def write_atomically(path: Path, data: bytes, *, mode: int = 0o644) -> None:
-    """Write through a temporary file in the folder, then rename: the old file or the new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write through a temporary file in the folder, then rename: the old file or the new one;
+    a folder that cannot take it (a file of that name, a folder at ``path``) is one line."""
     with signals_unwind():
-        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        temporary = ""
         try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
             with os.fdopen(descriptor, "wb") as stream:
                 stream.write(data)
             os.chmod(temporary, mode)
             os.replace(temporary, path)
+        except OSError as error:
+            raise PatchError(
+                f"cannot write {str(path)!r} ({error.strerror or error}); give an output "
+                "folder that is a folder you can write, with no folder in the file's place"
+            ) from None
         finally:
-            Path(temporary).unlink(missing_ok=True)
+            if temporary:
+                Path(temporary).unlink(missing_ok=True)
+
+
+def output_folder(path: Path, option: str = "--out") -> Path:
+    """``path`` if it is a folder or absent (made on the first write); one line otherwise."""
+    if path.exists() and not path.is_dir():
+        raise PatchError(f"{option} {str(path)!r} is a file, not a folder; give a folder")
+    return path
 
 
 def write_text_atomically(path: Path, text: str) -> None:
@@ -303,16 +320,22 @@ def write_text_atomically(path: Path, text: str) -> None:
     write_atomically(path, text.encode("utf-8"))
 
 
-def read_file(path: Path, *, what: str, cap: int = MAX_WHEEL_BYTES) -> bytes:
-    """The bytes of the regular file ``path``, refused beyond ``cap``; opened without blocking
-    (a FIFO would wait for a writer forever), checked through the descriptor."""
+def read_regular_file(path: Path, cap: int) -> bytes:
+    """The bytes of the regular file ``path``, at most ``cap + 1`` of them; opened without
+    blocking (a FIFO would wait for a writer forever) and checked through the descriptor, so a
+    FIFO, a device or a symlink to one is an ``OSError``, never a read."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    descriptor = os.open(path, flags)
+    with open(descriptor, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise IsADirectoryError(errno.EINVAL, "not a regular file")
+        return stream.read(cap + 1)
+
+
+def read_file(path: Path, *, what: str, cap: int = MAX_WHEEL_BYTES) -> bytes:
+    """:func:`read_regular_file`, refused in one line beyond ``cap`` or where it fails."""
     try:
-        descriptor = os.open(path, flags)
-        with open(descriptor, "rb") as stream:
-            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-                raise IsADirectoryError("not a regular file")
-            data = stream.read(cap + 1)
+        data = read_regular_file(path, cap)
     except OSError as error:
         raise PatchError(
             f"{what} {str(path)!r} cannot be read ({error.strerror or error}); give the path "
@@ -323,14 +346,31 @@ def read_file(path: Path, *, what: str, cap: int = MAX_WHEEL_BYTES) -> bytes:
     return data
 
 
+def git_environment() -> Dict[str, str]:
+    """The environment git runs in: none of the caller's ``GIT_*`` variables (``GIT_DIR``,
+    ``GIT_OBJECT_DIRECTORY``, ``GIT_CONFIG_*`` ... would point git at other objects or
+    settings), replace refs off, no graft file: git answers for the clone's own objects."""
+    environ = {k: v for k, v in os.environ.items() if not k.upper().startswith("GIT_")}
+    environ.update(GIT_NO_REPLACE_OBJECTS="1", GIT_GRAFT_FILE=os.devnull, LC_ALL="C")
+    return environ
+
+
 def git_bytes(repository: Path, *args: str) -> Optional[bytes]:
-    """git's output in ``repository``, ``None`` on any failure (callers put values from a record
-    after ``--end-of-options``)."""
-    command = ["git", "-C", str(repository), *args]
+    """git's output in ``repository`` as its own objects say (see :func:`git_environment`),
+    ``None`` on any failure but git refusing the folder, which is a PatchError (callers put
+    values from a record after ``--end-of-options``)."""
+    command = ["git", "--no-replace-objects", "-C", str(repository), *args]
     try:
-        return subprocess.run(command, capture_output=True, check=True, timeout=60).stdout
+        done = subprocess.run(command, capture_output=True, env=git_environment(), timeout=60)
     except (OSError, subprocess.SubprocessError):
         return None
+    if b"safe.directory" in done.stderr:
+        raise PatchError(
+            f"git refuses to read {str(repository)!r}: the folder belongs to another user "
+            "(git's safe.directory); run as its owner, or trust it with: git config --global "
+            f"--add safe.directory {shlex.quote(str(repository))}"
+        )
+    return done.stdout if done.returncode == 0 else None
 
 
 def git_text(repository: Path, *args: str) -> Optional[str]:

@@ -10,6 +10,7 @@ isolation; an install no official wheel matches gives a wheel of the files its R
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
 import logging
@@ -186,7 +187,10 @@ def local_install_wheel(installed: Installed) -> Tuple[bytes, str]:
     if not dist_info:
         raise PatchError(f"{what}: has no RECORD (not installed from a wheel); reinstall it")
     try:
-        rows = list(csv.reader(io.StringIO((root / dist_info / "RECORD").read_text("utf-8"))))
+        listing = config.read_regular_file(root / dist_info / "RECORD", 16 * config.MiB)
+        if len(listing) > 16 * config.MiB:
+            raise OSError(errno.EFBIG, "larger than 16 MiB")
+        rows = list(csv.reader(io.StringIO(listing.decode("utf-8"))))
     except (OSError, UnicodeDecodeError, csv.Error) as error:
         raise PatchError(f"{what}: its RECORD cannot be read ({error}); reinstall it") from None
     members: List[Tuple[str, bytes, int]] = []  # (path, bytes, mode)
@@ -197,15 +201,16 @@ def local_install_wheel(installed: Installed) -> Tuple[bytes, str]:
         installer_file = parts[0] == dist_info and parts[-1] in _INSTALLER_FILES
         if {"", "..", "__pycache__"} & set(parts) or installer_file:
             continue  # not a file of the install folder (scripts), bytecode, an installer's file
-        try:
-            data = (root / path).read_bytes()
+        try:  # within the cap of a wheel: a FIFO or a link to /dev/zero is never read
+            data = config.read_regular_file(root / path, config.MAX_WHEEL_BYTES)
+            mode = os.stat(root / path).st_mode & 0o777
         except OSError:
-            problems.append(f"{path} is missing")
+            problems.append(f"{path} is missing or not a regular file")
             continue
         if (record_hash(data), str(len(data))) != (row[1], row[2]):
             problems.append(f"{path} differs from its RECORD row")
         else:
-            members.append((path, data, (root / path).stat().st_mode & 0o777))
+            members.append((path, data, mode))
     if problems or not members:
         shown = "; ".join(problems[:3]) + ("; ..." if len(problems) > 3 else "")
         raise PatchError(

@@ -106,17 +106,33 @@ def write_simple_index(wheel_dir: Path, *, check: Callable[[bytes, str], Optiona
     if problems:
         raise PatchError(problems[0])
     index_dir, pages = wheel_dir / "simple", index_pages(listed)
+    # Every place a page goes is checked before one is written: a real folder, a file or free.
+    places = {index_dir: "folder"}
+    for relative in pages:
+        places.update({(index_dir / relative).parent: "folder", index_dir / relative: "file"})
+    for place, kind in places.items():
+        with suppress(FileNotFoundError):
+            mode = os.lstat(place).st_mode
+            if not (stat.S_ISDIR(mode) if kind == "folder" else stat.S_ISREG(mode)):
+                raise PatchError(
+                    f"{str(place)!r} is a symlink or not a {kind}; the index writes only inside "
+                    f"{str(wheel_dir)!r}: remove it and index again"
+                )
     # The project list last, so that it never links a page not yet written.
     for relative in sorted(pages, key=lambda name: name == "index.html"):
         page = index_dir / relative
-        for folder in (index_dir, page.parent):  # each a real folder, never a symlink
+        for folder in (index_dir, page.parent):
             with suppress(FileExistsError):
                 os.mkdir(folder)
-            if not stat.S_ISDIR(os.lstat(folder).st_mode):
-                raise PatchError(
-                    f"{str(folder)!r} is a symlink or not a folder; the index writes only inside "
-                    f"{str(wheel_dir)!r}: remove it and index again"
-                )
         config.write_text_atomically(page, pages[relative])
+    # A project no wheel here is of any more: its page would link files that are gone.
+    for folder in index_dir.iterdir():
+        stale = folder / "index.html"
+        if folder.is_dir() and not folder.is_symlink() and f"{folder.name}/index.html" not in pages:
+            if stale.is_file() and not stale.is_symlink():
+                stale.unlink()
+                logger.info("removed the page of %s, which no wheel here is of", folder.name)
+            with suppress(OSError):
+                folder.rmdir()
     logger.info("indexed %d wheels in %s", len(paths), index_dir)
     return index_dir

@@ -228,6 +228,13 @@ def refresh_lock(
             logger.info("%s  %s", digest, name)
     wheels = {name: digest for name, digest in answers if name}
     problems = [why for name, why in answers if not name and why]
+    # PyPI never takes a file name twice: another sha256 for a known name is not an upload.
+    problems += [
+        f"{name}: the index serves sha256 {digest}, the lock has {old.wheels[name]}; PyPI never "
+        "re-uploads a file name, so this is not the official file (check the index pip uses)"
+        for name, digest in wheels.items()
+        if old.wheels.get(name, digest) != digest
+    ]
     if problems:
         raise PatchError(
             f"{len(problems)} wheel(s) could not be checked, so the lock is left unchanged:\n"

@@ -21,7 +21,7 @@ from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Set, Tup
 from packaging.version import InvalidVersion, Version
 
 from . import PatchError, config, provenance, splice, wheel
-from .releases import label_for, load_overlay_releases, split_label
+from .releases import label_for, label_parts, load_overlay_releases, split_label
 
 logger = logging.getLogger(__name__)
 
@@ -131,12 +131,26 @@ def read_overlay(path: Path = config.DEFAULT_OVERLAY) -> Tuple[splice.OverlayPar
 
 def build_origin(overlay_data: bytes, *, repository: Path = config.REPOSITORY) -> Origin:
     """This build's origin: a release label only for a registered overlay built from its own
-    revision (overlay and tool as committed), a development label otherwise."""
+    revision (overlay and tool as committed), a development label otherwise. A release names
+    the commit that released it and takes that commit's time, so its bytes are one file
+    whatever later commit builds it; ``SOURCE_DATE_EPOCH`` dates a development build only."""
     revision = provenance.source_revision(repository, overlay_data)
     clean = revision.dirty is False and revision.revision != provenance.UNKNOWN
     sha256 = hashlib.sha256(overlay_data).hexdigest()
     label = label_for(sha256, load_overlay_releases(config.OVERLAY_RELEASES_FILE), clean=clean)
-    epoch = os.environ.get("SOURCE_DATE_EPOCH") or None
+    epoch = wheel.source_date_epoch(os.environ.get("SOURCE_DATE_EPOCH", ""))
+    number = label_parts(label)[0]
+    if number is not None:
+        revision = provenance.release_revision(repository, revision, sha256, number)
+        if revision.date is not None and epoch not in (None, revision.date):
+            logger.warning(
+                "SOURCE_DATE_EPOCH=%s is not used: +%s is dated by the commit that released it "
+                "(%s), so that every build of it has the same bytes",
+                epoch,
+                label,
+                revision.date,
+            )
+        epoch = revision.date or epoch
     return Origin(label, revision, provenance.tool_sha256(), epoch)
 
 

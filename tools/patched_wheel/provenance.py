@@ -22,7 +22,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 from urllib.parse import parse_qs, quote
 
 from . import PatchError, config
-from .releases import is_sha256_hex
+from .releases import is_sha256_hex, load_overlay_releases, release_commit, tool_digest
 from .wheel import is_wheel_filename, parse_wheel_name
 
 REVISION_FILE = ".source-revision.json"
@@ -33,25 +33,24 @@ LOCAL_INSTALL = "local-install"
 # The cap on an untrusted record (a genuine one is 2 KB). Benefit: a crafted record costs at
 # most this to refuse; cost: none for any record the build writes.
 MAX_RECORD_BYTES = 64 << 10
+RELEASES_NAME = config.OVERLAY_RELEASES_FILE.name
 _COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _NAMESPACE = "patched_wheel:"
 _TOOL_SOURCES = Path(__file__).resolve().parent
 
 
 class SourceRevision(NamedTuple):
-    """A commit, and whether the overlay and tool differed from it (``None``: unknown)."""
+    """A commit, whether the overlay and tool differed from it (``None``: unknown), and for
+    a release, the committer time of the commit that released it (see :func:`release_revision`)."""
 
     revision: str
     dirty: Optional[bool]
+    date: Optional[str] = None
 
 
 def tool_sha256() -> str:
     """The sha256 of the build tool's Python sources (name and bytes, in name order)."""
-    digest = hashlib.sha256()
-    for path in sorted(_TOOL_SOURCES.glob("*.py")):
-        data = path.read_bytes()
-        digest.update(f"{path.name}\0{len(data)}\0".encode("utf-8") + data)
-    return digest.hexdigest()
+    return tool_digest((path.name, path.read_bytes()) for path in _TOOL_SOURCES.glob("*.py"))
 
 
 def _tree_files(repository: Path, overlay: Optional[bytes]) -> Dict[str, bytes]:
@@ -89,10 +88,11 @@ def source_revision(
     try:
         recorded = json.loads(path.read_text(encoding="utf-8"))
         revision, dirty, files = recorded["revision"], recorded["dirty"], recorded.get("files")
+        date = recorded.get("date")
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        revision, dirty, files = None, None, None
+        revision, dirty, files, date = None, None, None, None
     commit = isinstance(revision, str) and _COMMIT.fullmatch(revision) is not None
-    if not commit or dirty not in (None, True, False):
+    if not commit or dirty not in (None, True, False) or not (date is None or is_epoch(date)):
         raise PatchError(
             f"{path}: not a revision file this tool writes (it takes a full 40-hex commit id "
             "and a dirty flag, not a short id or a tag); write it with "
@@ -101,7 +101,25 @@ def source_revision(
     if not isinstance(files, dict):
         return SourceRevision(revision, True if dirty else None)  # nothing to check it by
     actual = {p: hashlib.sha256(d).hexdigest() for p, d in _tree_files(repository, overlay).items()}
-    return SourceRevision(revision, bool(dirty) or actual != files)
+    return SourceRevision(revision, bool(dirty) or actual != files, date)
+
+
+def is_epoch(text: object) -> bool:
+    """Whether ``text`` is a ``SOURCE_DATE_EPOCH`` as a record holds one: a whole number of
+    seconds, non-negative, in decimal digits with no sign, space or leading zero."""
+    return isinstance(text, str) and re.fullmatch(r"0|[1-9][0-9]{0,11}", text) is not None
+
+
+def release_revision(
+    repository: Path, revision: SourceRevision, overlay_sha256: str, number: int
+) -> SourceRevision:
+    """For a clean build of the overlay released as ``number``: the commit that released it
+    with this tool, and that commit's time (a tree without ``.git`` says them in its revision
+    file); any later commit that leaves the tool and the overlay alone builds the same bytes."""
+    if revision.date is not None or not (repository / ".git").exists():
+        return revision
+    commit, date = release_commit(repository, revision.revision, overlay_sha256, number)
+    return SourceRevision(commit, False, date)
 
 
 def write_revision_file(
@@ -111,7 +129,13 @@ def write_revision_file(
 ) -> SourceRevision:
     """Write ``revision`` (default: ``repository``'s, from git) and the sha256 of the files
     it vouches for into ``destination``'s revision file, for a tree without ``.git``."""
-    revision = revision or source_revision(repository)
+    if revision is None:
+        revision = source_revision(repository)
+        overlay = repository.joinpath(*config.OVERLAY_PATH.split("/")).read_bytes()
+        sha256 = hashlib.sha256(overlay).hexdigest()
+        number = load_overlay_releases(repository / config.TOOL_PATH / RELEASES_NAME).get(sha256)
+        if number is not None and revision.dirty is False:
+            revision = release_revision(repository, revision, sha256, number)
     files = {p: hashlib.sha256(d).hexdigest() for p, d in _tree_files(repository, None).items()}
     document = json.dumps({**revision._asdict(), "files": files}, indent=1) + "\n"
     config.write_text_atomically(Path(destination) / REVISION_FILE, document)
@@ -216,6 +240,9 @@ def parse_record(data: bytes, what: str) -> ProvenanceRecord:
             raise PatchError("a text field holds what no build writes")
         if not (isinstance(revision, str) and (revision == UNKNOWN or _COMMIT.fullmatch(revision))):
             raise PatchError(f"its revision is neither a full git commit id nor {UNKNOWN!r}")
+        epoch = record.source_date_epoch
+        if not (epoch is None or is_epoch(epoch)):
+            raise PatchError("its SOURCE_DATE_EPOCH is not a whole number of seconds in digits")
         if not all(map(is_sha256_hex, digests)):
             raise PatchError("a digest is not a sha256 in hex")
         if not is_wheel_filename(record.base_wheel):
@@ -233,11 +260,15 @@ def parse_record(data: bytes, what: str) -> ProvenanceRecord:
     )
 
 
-def format_record(record: ProvenanceRecord) -> str:
-    """The record as lines a person reads (``provenance`` and ``verify`` print them)."""
+def format_record(record: ProvenanceRecord, *, locked: Optional[bool] = None) -> str:
+    """The record as lines a person reads (``provenance`` and ``verify`` print them);
+    ``locked`` says whether the lock of official wheels holds the base (``None``: not asked)."""
     dirty = {True: "yes", False: "no", None: "unknown"}[record.dirty]
     base = parse_wheel_name(record.base_wheel)
-    source = "a local install's files, not an official file" if record.local_install else "official"
+    sources = {True: "official: in the lock", False: "not in the lock of official wheels"}
+    source = "official, as the record says" if locked is None else sources[locked]
+    if record.local_install:
+        source = "a local install's files, not an official file"
     left_out = [fix for fix in config.FIX_NAMES if fix not in record.fixes]
     fixes = ", ".join(record.fixes) or "not recorded"
     if record.fixes and left_out:

@@ -12,11 +12,14 @@ written (``memfix1``, ``memfix1.<N>``, ``memfix1.<N>.dev.g<sha>``, the above).
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import logging
 import re
+import tarfile
 from pathlib import Path
-from typing import Dict, Mapping, Optional, Set, Tuple
+from typing import Dict, Iterable, Mapping, Optional, Set, Tuple
 
 from packaging.version import InvalidVersion, Version
 
@@ -24,6 +27,10 @@ from . import PatchError, config
 
 logger = logging.getLogger(__name__)
 
+FETCH_HISTORY = (
+    "the clone may lack history: fetch it with 'git fetch --unshallow origin main' (or "
+    "'git fetch origin main'), or verify from a full clone"
+)
 REGISTER_COMMAND = "python tools/patched_wheel register-overlay"
 _ABOUT = (
     "The overlays released so far: number -> sha256 of py/torch_tensorrt/dynamo/utils.py. "
@@ -60,8 +67,11 @@ def label_for(overlay_sha256: str, releases: Mapping[str, int], *, clean: bool) 
     logger.warning(
         "the overlay (sha256 %s) is %s, so the wheel is labelled +%s, a development build "
         "that sorts below every release; to release it, commit it and run: %s",
-        overlay_sha256, why, label, REGISTER_COMMAND,
-    )  # fmt: skip
+        overlay_sha256,
+        why,
+        label,
+        REGISTER_COMMAND,
+    )
     return label
 
 
@@ -133,6 +143,90 @@ def main_history(repository: Path) -> Set[str]:
         if listed is not None:  # git fails on a ref that does not exist
             return set(listed.split())
     return set()
+
+
+def tool_digest(files: Iterable[Tuple[str, bytes]]) -> str:
+    """The sha256 of the build tool's Python sources, given as (file name, bytes)."""
+    digest = hashlib.sha256()
+    for name, data in sorted(files):
+        digest.update(f"{name}\0{len(data)}\0".encode("utf-8") + data)
+    return digest.hexdigest()
+
+
+def tool_sha256_at(repository: Path, revision: str) -> Optional[str]:
+    """The :func:`tool_digest` of the tool as committed at ``revision`` (``None``: no tool)."""
+    archived = config.git_bytes(
+        repository, "archive", "--format=tar", "--end-of-options", revision, config.TOOL_PATH
+    )
+    if archived is None:
+        return None
+    files = []
+    with tarfile.open(fileobj=io.BytesIO(archived)) as tar:
+        for member in tar.getmembers():
+            folder, _, name = member.name.rpartition("/")
+            extracted = tar.extractfile(member) if member.isfile() else None
+            if folder == config.TOOL_PATH and name.endswith(".py") and extracted is not None:
+                files.append((name, extracted.read()))
+    return tool_digest(files) if files else None
+
+
+def _build_inputs(repository: Path, revision: str) -> Optional[str]:
+    """What a release build's bytes depend on at ``revision``: git's ids of the tool's Python
+    sources and of the overlay (``None``: git cannot list them)."""
+    listing = config.git_text(
+        repository,
+        "ls-tree",
+        "--full-tree",
+        "--end-of-options",
+        revision,
+        "--",
+        f"{config.TOOL_PATH}/",
+        config.OVERLAY_PATH,
+    )
+    rows = None if listing is None else [row for row in listing.splitlines() if row.endswith(".py")]
+    return None if rows is None else "\n".join(sorted(rows))
+
+
+def _registry_at(repository: Path, revision: str) -> Dict[str, int]:
+    path = f"{config.TOOL_PATH}/{config.OVERLAY_RELEASES_FILE.name}"
+    data = config.git_bytes(repository, "show", "--end-of-options", f"{revision}:{path}")
+    return {} if data is None else releases_from_bytes(data, f"the registry at {revision}")
+
+
+def release_commit(
+    repository: Path, revision: str, overlay_sha256: str, number: int
+) -> Tuple[str, str]:
+    """(commit, its committer time) that released the overlay as ``number`` with the tool of
+    ``revision``: the oldest commit of ``revision``'s first-parent history from which the tool's
+    sources and the overlay are ``revision``'s and the registry lists the overlay as ``number``.
+    A release build names it, its tool and its time, so a clone at any later commit that leaves
+    the fork's files alone builds the same bytes."""
+    paths = (config.TOOL_PATH, config.OVERLAY_PATH)
+    log = config.git_text(
+        repository,
+        "log",
+        "--first-parent",
+        "--format=%H %ct",
+        "--end-of-options",
+        revision,
+        "--",
+        *paths,
+    )
+    inputs, found, ended = _build_inputs(repository, revision), None, False
+    for line in (log or "").splitlines():
+        commit, _, time = line.partition(" ")
+        ended = _build_inputs(repository, commit) != inputs
+        ended = ended or _registry_at(repository, commit).get(overlay_sha256) != number
+        if ended:
+            break
+        found = (commit, time)
+    shallow = config.git_text(repository, "rev-parse", "--is-shallow-repository") == "true\n"
+    if found is None or (shallow and not ended):  # the release may lie beyond what was fetched
+        raise PatchError(
+            f"the history of revision {revision} does not show where overlay "
+            f"{overlay_sha256[:12]} was released as {release_label(number)}; {FETCH_HISTORY}"
+        )
+    return found
 
 
 def released_at(repository: Path, revision: str) -> Tuple[bytes, Dict[str, int]]:

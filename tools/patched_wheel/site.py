@@ -36,6 +36,11 @@ SPHINX_OPTIONS = ("-W", "--keep-going", "-n")
 def build_site(out: Path, *, matrix_options: Sequence[str] = ()) -> None:
     """Write the site into ``out``: wheels and index, docs, landing page; all or nothing."""
     # Check what the steps need before the minutes of building
+    if out.is_symlink():
+        raise PatchError(
+            f"{str(out)!r} is a symlink; name a new folder (the site is written as a new "
+            "folder, never through a link)"
+        )
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise PatchError(
             f"{str(out)!r} exists and is not an empty folder; remove it or name another "

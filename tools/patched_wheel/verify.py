@@ -15,6 +15,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -25,13 +26,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
 
+from packaging.utils import parse_wheel_filename
+
 from . import PatchError, config, provenance
 from .fetch import cached_base
 from .lock import Lock
 from .patch import Origin, patch_wheel
-from .releases import label_parts, main_history, released_at, split_label
+from .releases import (
+    FETCH_HISTORY,
+    label_parts,
+    main_history,
+    release_commit,
+    released_at,
+    split_label,
+    tool_sha256_at,
+)
 from .splice import overlay_from_bytes
-from .wheel import BaseWheel, parse_wheel_name
+from .wheel import MAX_MEMBERS, BaseWheel, member_count, parse_wheel_name
 
 SHOWN_DIFFERENCES = 20  # lines of differences shown without --full-diff
 MAX_DIFFERENCES = 2000  # and with it: a report is bounded whatever the input
@@ -51,13 +62,14 @@ class Verification:
     verdict: str = ""
     record: Optional[provenance.ProvenanceRecord] = None
     lines: List[str] = field(default_factory=list)
+    locked: Optional[bool] = None  # whether the lock of official wheels holds the base
 
     def report(self, *, full_diff: bool = False) -> str:
         lines = self.lines if full_diff else self.lines[:SHOWN_DIFFERENCES]
         hidden = len(self.lines) - len(lines)
         more = [f"... {hidden} more lines (--full-diff shows them)"] if hidden else []
         head = f"patched wheel:  {config.escaped(self.filename)}\nsha256:         {self.sha256}"
-        record = [provenance.format_record(self.record)] if self.record else []
+        record = [provenance.format_record(self.record, locked=self.locked)] if self.record else []
         return "\n".join([head, *record, *lines, *more, self.verdict])
 
     def refused(self, why: str) -> Verification:
@@ -130,7 +142,8 @@ def _rebuild_from_history(
                 tar.extractall(tree, filter="data")
             else:
                 tar.extractall(tree)
-        provenance.write_revision_file(tree, tree, provenance.SourceRevision(revision, False))
+        source = provenance.SourceRevision(revision, False, record.source_date_epoch)
+        provenance.write_revision_file(tree, tree, source)
         environ = {k: v for k, v in os.environ.items() if not k.startswith("TORCHTRT_BASE_")}
         environ.pop("SOURCE_DATE_EPOCH", None)
         if record.source_date_epoch is not None:
@@ -146,10 +159,26 @@ def _rebuild_from_history(
         return wheels[0].read_bytes()
 
 
+def base_request(official: str) -> config.BaseRequest:
+    """The request pip fetches the official wheel ``official`` by: its release, distribution,
+    and its own Python and platform (not this interpreter's, which would get another file)."""
+    name, version, _, tags = parse_wheel_filename(official)
+    tag = min(tags, key=str)
+    python = f"3.{tag.interpreter[3:]}" if re.fullmatch(r"cp3[0-9]+", tag.interpreter) else None
+    return config.BaseRequest(str(version), tag.platform, python, str(name))
+
+
 def read_record(data: bytes, filename: str) -> provenance.ProvenanceRecord:
     """The provenance record of the wheel whose bytes are ``data``, and nothing else of it; a
     PatchError of one line for a wheel without a record or with one this tool never writes."""
     member = provenance.record_member(parse_wheel_name(filename).dist_info)
+    count = member_count(data)  # before zipfile reads the central directory
+    if count is None or count > MAX_MEMBERS:
+        states = "no zip end record, or a ZIP64 one" if count is None else f"{count} members"
+        raise PatchError(
+            f"{filename}: its zip has {states}; a patched wheel holds at most {MAX_MEMBERS} "
+            "members and no ZIP64, so this is not one this tool writes"
+        )
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive, archive.open(member) as stream:
             recorded = stream.read(provenance.MAX_RECORD_BYTES + 1)
@@ -183,6 +212,11 @@ def verify_bytes(
     refuse = verification.refused  # every NOT verified verdict
     # 1. The record, the only thing read from the wheel: capped, bounded, checked.
     name = parse_wheel_name(filename)
+    if name.build_tag:
+        return refuse(
+            f"its file name carries the build tag {name.build_tag!r}, which no build "
+            "of this fork writes (a renamed copy, which pip would prefer)"
+        )
     base_version, label = split_label(name.written_version)
     if label is None:
         return refuse(f"its version {name.written_version!r} carries no label of this fork")
@@ -202,6 +236,7 @@ def verify_bytes(
             return refuse(f"its record names the {what} {recorded!r}, its name {actual!r}: altered")
     if lock.wheels.get(official, record.base_sha256) != record.base_sha256:
         return refuse(f"its record names a base {official} that is not the lock's official file")
+    verification.locked = official in lock.wheels
     if official not in lock.wheels and not unlocked:
         why = f"its base {official} is not in the lock; --unlocked compares against it anyway"
         return refuse(why)
@@ -216,19 +251,34 @@ def verify_bytes(
         return refuse(why)
     history = main_history(repository)
     if not history:
-        why = f"{repository} has no main branch history to tell releases by; verify from a clone"
-        return refuse(why)
+        return refuse(
+            f"{repository} has no main branch history to tell releases by; {FETCH_HISTORY}"
+        )
     if revision not in history:
         commit = f"{revision}^{{commit}}"
         known = config.git_text(repository, "cat-file", "-e", "--end-of-options", commit)
-        where = "is not on the main branch" if known is not None else "is not in this clone"
-        return refuse(f"revision {revision} {where}: an overlay this repository never released")
+        if known is None:
+            raise PatchError(f"revision {revision} is not in this clone; {FETCH_HISTORY}")
+        return refuse(
+            f"revision {revision} is not on the main branch: an overlay this repository never "
+            "released"
+        )
     overlay_data, releases = released_at(repository, revision)
     if hashlib.sha256(overlay_data).hexdigest() != record.overlay_sha256:
         why = f"its overlay is not revision {revision}'s, though its record says so: altered"
         return refuse(why)
     if releases.get(record.overlay_sha256) != number:
         return refuse(f"an overlay this repository never released as +{record.label}")
+    if tool_sha256_at(repository, revision) != record.tool_sha256:
+        return refuse(f"its record names a build tool that is not revision {revision}'s own")
+    released, date = release_commit(repository, revision, record.overlay_sha256, number)
+    if released != revision:
+        return refuse(
+            f"built at revision {revision}, not at {released}, the commit that released "
+            f"+{record.label} with this tool: not the release's one file; build it again"
+        )
+    if record.source_date_epoch not in (None, date):  # None: a tool that records no time
+        return refuse(f"its SOURCE_DATE_EPOCH is not {date}, the time of the release's commit")
     given = None if overlay is None else config.read_file(overlay, what="--overlay")
     if given is not None and hashlib.sha256(given).hexdigest() != record.overlay_sha256:
         raise PatchError(
@@ -236,33 +286,47 @@ def verify_bytes(
             "leave it out"
         )
 
-    # 3. The base, by the recorded name and sha256.
+    # 3. The base, by the recorded name and sha256: the wheel's own Python and platform.
+    given_base = base_wheel is not None
     if base_wheel is None:
-        request = config.BaseRequest(base_version, distribution=str(name.name))
-        base_wheel = cached_base(request, official, record.base_sha256, cache_dir)
+        base_wheel = cached_base(base_request(official), official, record.base_sha256, cache_dir)
     base_data = config.read_file(base_wheel, what="the base wheel")
     if hashlib.sha256(base_data).hexdigest() != record.base_sha256:
+        fix = (
+            "give that one with --base-wheel, or leave it out to fetch it"
+            if given_base
+            else "the cached file is damaged or was replaced: delete it, and verify again to "
+            "fetch it"
+        )
         raise PatchError(
-            f"the base wheel {base_wheel} is not the one the record names (sha256 "
-            f"{record.base_sha256}); give that one with --base-wheel, or leave it out to fetch it"
+            f"the base wheel {str(base_wheel)!r} is not the one the record names (sha256 "
+            f"{record.base_sha256}); {fix}"
         )
 
     # 4. The rebuild, and the bytes compared.
     lines, short = verification.lines, revision[:12]
     if record.tool_sha256 == provenance.tool_sha256():
         lines.append(f"rebuilt here, by this tool (the one revision {short} built with)")
-        source = provenance.SourceRevision(revision, False)
-        origin = Origin(record.label, source, record.tool_sha256, record.source_date_epoch)
+        source = provenance.SourceRevision(revision, False, date)
+        origin = Origin(record.label, source, record.tool_sha256, date)
         overlay_parts = overlay_from_bytes(overlay_data, config.OVERLAY_PATH)
         base = BaseWheel(base_data, official, sha256=record.base_sha256)  # checked above
         rebuilt = patch_wheel(base, overlay_parts, origin=origin).data
     else:
         lines.append(f"rebuilt by revision {short}'s own tool, from git history")
-        rebuilt = _rebuild_from_history(repository, record, base_wheel)
+        rebuilt = _rebuild_from_history(
+            repository, record._replace(source_date_epoch=date), base_wheel
+        )
     if hashlib.sha256(rebuilt).hexdigest() == verification.sha256:
         verification.verified = True
+        base_text = (
+            f"the official {name.name} wheel"
+            if verification.locked
+            else f"{official} (a base the lock of official wheels does not know, as --unlocked "
+            "allowed)"
+        )
         verification.verdict = (
-            f"verified: the official {name.name} wheel plus this repository's released overlay "
+            f"verified: {base_text} plus this repository's released overlay "
             f"+{record.label} (fixes: {', '.join(record.fixes)}), nothing else (rebuilt byte for "
             "byte)"
         )

@@ -14,6 +14,7 @@ import base64
 import csv
 import hashlib
 import io
+import re
 import stat
 import struct
 import time
@@ -23,8 +24,14 @@ from email.parser import BytesParser
 from email.policy import compat32
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from packaging.utils import InvalidWheelFilename, NormalizedName, parse_wheel_filename
-from packaging.version import InvalidVersion
+from packaging.tags import parse_tag
+from packaging.utils import (
+    InvalidWheelFilename,
+    NormalizedName,
+    canonicalize_name,
+    parse_wheel_filename,
+)
+from packaging.version import InvalidVersion, Version
 
 from . import PatchError, config
 
@@ -34,6 +41,7 @@ DateTime = Tuple[int, int, int, int, int, int]
 RECORD_SIGNATURES = ("RECORD.jws", "RECORD.p7s")
 # The zip time of SOURCE_DATE_EPOCH is floored at 1980, the first time a zip can hold.
 ZIP_EPOCH_FLOOR = 315532800
+ZIP_EPOCH_CEILING = 4354819199  # the last second of 2107, the last year a zip can hold
 # Caps on an unlocked base (the official wheels unpack to 14 MB, ratio 3.4). Benefit: a zip
 # bomb is refused from its headers; cost: a larger base needs these raised.
 MAX_UNPACKED_BYTES = 2 << 30
@@ -46,20 +54,25 @@ def record_hash(data: bytes) -> str:
     return "sha256=" + digest.decode("ascii")
 
 
+def source_date_epoch(value: str) -> Optional[str]:
+    """``SOURCE_DATE_EPOCH`` as the build takes it: unset or empty is ``None``; otherwise whole
+    seconds in decimal digits (leading zeros dropped), within what a zip can date."""
+    if not value:
+        return None
+    if not re.fullmatch(r"[0-9]{1,12}", value) or int(value) > ZIP_EPOCH_CEILING:
+        raise PatchError(
+            f"SOURCE_DATE_EPOCH={value!r} is not a time a zip file can hold; set it to a whole "
+            f"number of seconds in digits, at most {ZIP_EPOCH_CEILING} (2107), or unset it"
+        )
+    return str(int(value))
+
+
 def zip_date_time(epoch: Optional[str]) -> Optional[DateTime]:
     """The zip time of ``SOURCE_DATE_EPOCH`` (UTC, floored at 1980), or ``None`` if unset."""
-    if not epoch:
+    checked = source_date_epoch(epoch or "")
+    if checked is None:
         return None
-    try:
-        date_time = tuple(time.gmtime(max(int(epoch), ZIP_EPOCH_FLOOR))[0:6])
-    except (ValueError, OverflowError, OSError):
-        date_time = (9999,)
-    if date_time[0] > 2107:
-        raise PatchError(
-            f"SOURCE_DATE_EPOCH={epoch!r} is not a time a zip file can hold; set it to a "
-            "whole number of seconds between 315532800 (1980) and 4354819199 (2107), or unset it"
-        )
-    return date_time  # type: ignore[return-value]
+    return tuple(time.gmtime(max(int(checked), ZIP_EPOCH_FLOOR))[0:6])  # type: ignore[return-value]
 
 
 class WheelName(NamedTuple):
@@ -69,6 +82,7 @@ class WheelName(NamedTuple):
     written_name: str
     written_version: str
     written_tags: str
+    build_tag: str = ""
 
     @property
     def dist_info(self) -> str:
@@ -92,7 +106,8 @@ def parse_wheel_name(filename: str) -> WheelName:
             "downloaded it, without renaming it"
         ) from None
     parts = filename[: -len(".whl")].split("-")
-    return WheelName(name, parts[0], parts[1], "-".join(parts[-3:]))
+    build_tag = parts[2] if len(parts) == 6 else ""
+    return WheelName(name, parts[0], parts[1], "-".join(parts[-3:]), build_tag)
 
 
 def parse_headers(data: bytes) -> List[Tuple[str, str]]:
@@ -157,13 +172,73 @@ class BaseWheel:
             entries[row[0]] = (row[1], row[2])
         return entries
 
+    def payload(self, info: zipfile.ZipInfo) -> bytes:
+        """The member's compressed bytes, where zipfile reads them (the local header's name and
+        extra lengths skipped, the central directory's size taken), as the build copies them."""
+        name_length, extra_length = struct.unpack_from("<HH", self.data, info.header_offset + 26)
+        start = info.header_offset + 30 + name_length + extra_length
+        return self.data[start : start + info.compress_size]
+
+    def inflate_exactly(self, info: zipfile.ZipInfo) -> bytes:
+        """The member's bytes from its copied compressed bytes, refused unless they are exactly
+        its size and CRC with nothing after the stream (zipfile and pip stop at the size and
+        never see what follows, which a copy would carry into the patched wheel)."""
+        raw = self.payload(info)
+        if info.compress_type == zipfile.ZIP_STORED:
+            data, whole = raw, True
+        else:
+            inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+            try:
+                data = inflater.decompress(raw, info.file_size + 1)
+            except zlib.error as error:
+                raise self.refused(f"{ascii(info.filename)} cannot be inflated ({error})") from None
+            whole = inflater.eof and not inflater.unused_data and not inflater.unconsumed_tail
+        if not whole or len(data) != info.file_size or zlib.crc32(data) != info.CRC:
+            raise self.refused(
+                f"{ascii(info.filename)}: its compressed bytes are not exactly its size and CRC "
+                "(bytes hidden after the stream, or damaged)"
+            )
+        return data
+
+    def _layout_problems(self) -> List[str]:
+        """What installers refuse in the layout: another .dist-info, names equal but for case
+        (on Windows and macOS one overwrites the other), WHEEL's tags or METADATA's name and
+        version other than the file name's."""
+        problems, seen = [], {}  # type: List[str], Dict[str, str]
+        for info in self.infos:
+            top = info.filename.split("/")[0]
+            if top.endswith(".dist-info") and top != self.dist_info:
+                problems.append(f"a second .dist-info folder {ascii(top)}")
+            other = seen.setdefault(info.filename.rstrip("/").casefold(), info.filename)
+            if other != info.filename:
+                problems.append(f"{ascii(info.filename)} and {ascii(other)} differ only in case")
+        _, version, _, file_tags = parse_wheel_filename(self.filename)
+        wheel_tags = {
+            tag
+            for value in header_values(self.read(f"{self.dist_info}/WHEEL", config.MiB), "Tag")
+            for tag in parse_tag(value)
+        }
+        if wheel_tags != set(file_tags):
+            problems.append("WHEEL's Tag lines are not the file name's tags")
+        metadata = self.read(f"{self.dist_info}/METADATA", config.MiB)
+        names = [canonicalize_name(n) for n in header_values(metadata, "Name")]
+        versions = header_values(metadata, "Version")
+        try:
+            same = names == [self.name.name] and [Version(v) for v in versions] == [version]
+        except InvalidVersion:
+            same = False
+        if not same:
+            problems.append("METADATA's Name or Version is not the file name's")
+        return list(dict.fromkeys(problems))
+
     def validate_record(self) -> None:
-        """Check the wheel as an installer would before trusting it (for unlocked bases):
-        every member's name, type, size and sha256 against RECORD; all problems at once."""
+        """Check the wheel as pip and installer would before trusting it (for unlocked bases):
+        the layout, then every member's name, type, mode, size and sha256 against RECORD and
+        its compressed bytes against its size and CRC; all problems at once."""
         total = sum(info.file_size for info in self.infos)
         if total > min(MAX_UNPACKED_BYTES, MAX_UNPACKED_RATIO * len(self.data)):
             raise self.refused(f"its members unpack to {total} bytes: a zip bomb or not a wheel")
-        record, problems = self.record(), []
+        record, problems = self.record(), self._layout_problems()
         skipped = {f"{self.dist_info}/{n}" for n in ("RECORD", *RECORD_SIGNATURES)}
         for info in self.infos:
             name, mode = info.filename, info.external_attr >> 16
@@ -172,11 +247,14 @@ class BaseWheel:
                 problems.append(f"{ascii(name)} is not a plain relative path")
             elif stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFDIR if info.is_dir() else 0):
                 problems.append(f"{ascii(name)} is not a regular file (mode {mode:o})")
+            elif mode & (stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX):
+                problems.append(f"{ascii(name)} has a setuid, setgid or sticky bit (mode {mode:o})")
             elif info.flag_bits & 0x1 or info.compress_type not in (0, zipfile.ZIP_DEFLATED):
                 problems.append(f"{ascii(name)} is encrypted or compressed otherwise than deflate")
-            elif not info.is_dir() and name not in skipped:
-                data = self.read(name)
-                if record.pop(name, None) != (record_hash(data), str(len(data))):
+            elif not info.is_dir():
+                data = self.inflate_exactly(info)
+                listed = record.pop(name, None) if name not in skipped else None
+                if name not in skipped and listed != (record_hash(data), str(len(data))):
                     problems.append(f"{ascii(name)} differs from RECORD or is not listed there")
         absent = [name for name in record if name not in skipped]  # listed, not in the zip
         problems += [f"RECORD lists {ascii(name)}, which the wheel lacks" for name in absent]
@@ -211,13 +289,33 @@ class Entry(NamedTuple):
 
     @classmethod
     def copied(cls, name: str, info: zipfile.ZipInfo, base: BaseWheel) -> "Entry":
-        """A member of the base, its compressed bytes copied from where zipfile reads them (the
-        local header's name and extra lengths skipped, the central directory's size taken)."""
-        name_length, extra_length = struct.unpack_from("<HH", base.data, info.header_offset + 26)
-        start = info.header_offset + 30 + name_length + extra_length
-        raw = base.data[start : start + info.compress_size]
-        return cls(name, info.date_time, info.external_attr, info.create_system,
-                   info.compress_type, info.CRC, info.file_size, raw)  # fmt: skip
+        """A member of the base, its compressed bytes copied (:meth:`BaseWheel.payload`)."""
+        payload = base.payload(info)
+        return cls(
+            name,
+            info.date_time,
+            info.external_attr,
+            info.create_system,
+            info.compress_type,
+            info.CRC,
+            info.file_size,
+            payload,
+        )
+
+
+MAX_MEMBERS = 0xFFFE  # the most a patched wheel holds (:func:`write_zip`, no ZIP64)
+
+
+def member_count(data: bytes) -> Optional[int]:
+    """The member count the zip's end record states, read before anything parses the central
+    directory (``None``: no end record, or a ZIP64 one, which :func:`write_zip` never writes).
+    zipfile keeps an object of some 500 bytes per member: a wheel of tiny members costs ten
+    times its size to open, so an untrusted wheel is counted first."""
+    end = data.rfind(b"PK\x05\x06", max(0, len(data) - 0xFFFF - 22))
+    if end < 0 or len(data) < end + 22:
+        return None
+    count = struct.unpack_from("<H", data, end + 10)[0]
+    return None if count == 0xFFFF else count
 
 
 def record_text(rows: Sequence[Tuple[str, str, str]]) -> bytes:
