@@ -207,16 +207,48 @@ def provenance(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     }
 
 
-def save_result(
-    path: Path, benchmark: str, body: Mapping[str, Any], record: Mapping[str, Any]
-) -> None:
-    """Write one result file atomically: ``benchmark``, ``provenance`` (``record``), ``body``.
+def case(
+    case_id: str,
+    label: str,
+    figures: Mapping[str, Any],
+    *,
+    headline: bool = False,
+    parameters: Optional[Mapping[str, Any]] = None,
+    series: Optional[Mapping[str, Any]] = None,
+) -> Dict[str, Any]:
+    """One case of a result file (the shape in ``docsrc/_ext/results.py``)."""
+    entry = {"id": case_id, "label": label, "headline": headline}
+    entry.update(parameters=dict(parameters or {}), figures=dict(figures))
+    return {**entry, "series": dict(series)} if series else entry
 
-    ``record`` is made once per run (:func:`provenance`), before the first case, so that a run
-    saved after every case keeps one date and one host record. The file is written under a
-    temporary name beside it, then renamed, so a reader never sees half of it.
+
+def result(
+    benchmark: str,
+    title: str,
+    record: Mapping[str, Any],
+    measures: Mapping[str, Mapping[str, str]],
+    cases: Sequence[Mapping[str, Any]],
+    **optional: Any,
+) -> Dict[str, Any]:
+    """A result document: what a reader needs to present it, with nothing else to import.
+
+    ``optional``: ``notes`` (sentences a reader needs) and ``settings`` (run-wide parameters).
+    Only the measures the cases use are kept, so a run of a few cases describes no others.
     """
-    document = {"benchmark": benchmark, "provenance": dict(record), **body}
+    used = {key for entry in cases for key in entry["figures"]}
+    kept = {key: dict(measure) for key, measure in measures.items() if key in used}
+    document = {"benchmark": benchmark, "title": title, "provenance": dict(record)}
+    document.update(measures=kept, cases=list(cases))
+    return {**document, **{key: value for key, value in optional.items() if value}}
+
+
+def save_result(path: Path, document: Mapping[str, Any]) -> None:
+    """Write one result file atomically (:func:`result` makes it).
+
+    The provenance is made once per run (:func:`provenance`), before the first case, so that a
+    run saved after every case keeps one date and one host record. The file is written under
+    a temporary name beside it, then renamed, so a reader never sees half of it.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.tmp")

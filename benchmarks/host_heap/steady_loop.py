@@ -68,6 +68,48 @@ def run_worker(block_mib: int, iterations: int, fixed: bool) -> Dict[str, Any]:
     }
 
 
+MEASURES = {
+    "dynamic_s": {
+        "label": "dynamic thresholds",
+        "unit": "s",
+        "description": "one allocate + touch + free with glibc's dynamic thresholds, after "
+        "a large free raised them (median of the iterations, then of the repeats)",
+    },
+    "fixed_s": {
+        "label": "fixed trim threshold",
+        "unit": "s",
+        "description": "the same with mallopt(M_TRIM_THRESHOLD, 128 KiB) set after that raise",
+    },
+    "ratio": {
+        "label": "fixed / dynamic",
+        "unit": "x",
+        "description": "how many times longer the loop takes with the fixed threshold",
+    },
+}
+
+
+def steady_loop_result(
+    record: Dict[str, Any], runs: List[Dict[str, Any]], settings: Dict[str, Any]
+) -> Dict[str, Any]:
+    """A case per block size: the medians of both settings, their runs as its series."""
+    cases = []
+    for block_mib in dict.fromkeys(entry["block_mib"] for entry in runs):
+        own = [entry for entry in runs if entry["block_mib"] == block_mib]
+        medians = {
+            f"{kind}_s": statistics.median(r["median_s"] for r in own if r["case"] == kind)
+            for kind in ("dynamic", "fixed")
+        }
+        medians["ratio"] = medians["fixed_s"] / medians["dynamic_s"]
+        label = f"{block_mib} MiB block"
+        parameters = {"block_mib": block_mib}
+        entry = harness.case(f"{block_mib}mib", label, medians, headline=True, parameters=parameters)
+        cases.append({**entry, "series": {"runs": own}})
+    title = "What a fixed glibc trim threshold costs a loop that allocates and frees one block"
+    return harness.result(
+        "host-heap-steady-loop", title, record, MEASURES, cases, settings=settings
+    )
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--blocks-mib", type=int, nargs="+", default=[4, 16])
@@ -93,41 +135,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 )
                 figures.update({"case": case, "repeat": repeat})
                 runs.append(figures)
-    summary = []
-    for block_mib in args.blocks_mib:
-        medians = {
-            case: statistics.median(
-                r["median_s"] for r in runs if r["case"] == case and r["block_mib"] == block_mib
-            )
-            for case in ("dynamic", "fixed")
-        }
-        summary.append(
-            {
-                "block_mib": block_mib,
-                "dynamic_s": medians["dynamic"],
-                "fixed_s": medians["fixed"],
-                "ratio": medians["fixed"] / medians["dynamic"],
-            }
-        )
-    document = {
-        "schema": 1,
-        "settings": {
-            "blocks_mib": args.blocks_mib,
-            "iterations": args.iterations,
-            "repeats": args.repeats,
-            "fixed_trim_threshold": FIXED_TRIM_THRESHOLD,
-            "threshold_raising_bytes": run.THRESHOLD_RAISING_BYTES,
-        },
-        "runs": runs,
-        "summary": summary,
+    settings = {
+        "iterations": args.iterations,
+        "repeats": args.repeats,
+        "fixed_trim_threshold": FIXED_TRIM_THRESHOLD,
+        "threshold_raising_bytes": run.THRESHOLD_RAISING_BYTES,
     }
-    harness.save_result(args.output, "host_heap_steady_loop", document, record)
-    for entry in summary:
+    document = steady_loop_result(record, runs, settings)
+    harness.save_result(args.output, document)
+    for entry in document["cases"]:
+        figures = entry["figures"]
         print(
-            f"{entry['block_mib']:>4} MiB block: allocate + touch + free "
-            f"{entry['dynamic_s'] * 1e3:.3f} ms with glibc's dynamic thresholds, "
-            f"{entry['fixed_s'] * 1e3:.3f} ms with a fixed trim threshold "
-            f"({entry['ratio']:.1f}x)"
+            f"{entry['label']}: allocate + touch + free {figures['dynamic_s'] * 1e3:.3f} ms "
+            f"with glibc's dynamic thresholds, {figures['fixed_s'] * 1e3:.3f} ms with a fixed "
+            f"trim threshold ({figures['ratio']:.1f}x)"
         )
     return 0
 
