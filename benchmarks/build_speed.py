@@ -36,7 +36,7 @@ import tempfile
 import time
 import zipfile
 from pathlib import Path
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from benchmarks import harness
 from tools.patched_wheel.config import (
@@ -224,12 +224,15 @@ def build_speed_result(record: Dict[str, Any], figures: Dict[str, Any]) -> Dict[
     return harness.result("build-speed", title, record, MEASURES, cases)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def run(argv: Optional[Sequence[str]] = None) -> int:
+    """Time every step and write the result file."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks run build-speed", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--skip-matrix", action="store_true")
     parser.add_argument("--with-tests", action="store_true", help="also time python -m pytest")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     record = harness.provenance()
     figures = time_side_by_side(args.repeat)
     with tempfile.TemporaryDirectory() as out:
@@ -251,4 +254,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

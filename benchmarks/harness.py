@@ -16,8 +16,9 @@ running again.
 :func:`run_in_fresh_process` runs one case of a benchmark in a process of its own and reads
 back the one JSON line it prints, so that no case inherits another's allocator state.
 
-This module imports the standard library only (torch only where a record asks for it), so a
-benchmark run as a file (``benchmarks/host_heap/run.py``) can import it as well.
+This module imports the standard library only (torch only where a record asks for it). The
+shape of a result file is documented, and checked, by ``docsrc/_ext/results.py``, which the
+benchmarks never import: measuring does not depend on presenting.
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ fork's ``trim_host_heap()`` calls ``malloc_trim(0)`` to hand it back. This scrip
 against upstream's default (no trim) and against the usual allocator knobs, each case in a
 fresh process so that its environment applies from the start.
 
-Run it with one command (see ``README.md`` next to this file)::
+Run it from the repository's root (``README.md`` next to this file says what it measures)::
 
-    python benchmarks/host_heap/run.py
+    python -m benchmarks run host-heap
 
 It writes every figure to ``benchmarks/results/host_heap.json`` and prints a short table last.
 """
@@ -845,7 +845,9 @@ def run_driver(args: argparse.Namespace) -> int:
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks run host-heap", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--sizes-gib", type=float, nargs="+", default=[3.0, 12.0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=4)
@@ -875,7 +877,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def run(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the benchmark (or, with ``--worker``, one case in this process)."""
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     try:
@@ -891,4 +894,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

@@ -9,7 +9,7 @@ frees a block of the same size again and again (as a loop of CPU inference does 
 activations), with glibc's dynamic thresholds and with the fixed trim threshold, each case in a
 fresh process. Run from the repository root::
 
-    python benchmarks/host_heap/steady_loop.py
+    python -m benchmarks run host-heap-steady-loop
 
 It writes ``benchmarks/results/host_heap_steady_loop.json`` and prints the figures.
 """
@@ -110,8 +110,12 @@ def steady_loop_result(
     )
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def run(argv: Optional[Sequence[str]] = None) -> int:
+    """Run both settings for every block size (or, with ``--worker``, one in this process)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks run host-heap-steady-loop",
+        description=__doc__.split("\n\n")[0],
+    )
     parser.add_argument("--blocks-mib", type=int, nargs="+", default=[4, 16])
     parser.add_argument("--iterations", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3)
@@ -154,4 +158,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

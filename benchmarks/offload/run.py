@@ -772,7 +772,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def run(argv: Optional[List[str]] = None) -> int:
+    """Run a plan's cases, each in a fresh process (or, with ``--case``, one in this one)."""
     args = parse_args(argv)
     if args.case:
         size, mix, strategy = args.case.split(":")
@@ -831,4 +832,4 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

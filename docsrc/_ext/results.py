@@ -269,3 +269,140 @@ def markdown(table: Table) -> str:
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
     lines.insert(1, "|" + " --- |" * len(table.header))
     return "\n".join(lines) + "\n" + "".join(f"\n{note}\n" for note in table.notes)
+
+
+# -- the named tables: the README's blocks and the docs' tables --------------------------------
+
+SPEED = ["GBps", "fraction_of_copy_ceiling", "fraction_of_host_limit"]
+MEMORY = ["overshoot_W", "overshoot_over_floor_MiB"]
+HEAP = ["first_kept_after_trim", "kept_after_trim", "first_trim_s", "trim_s", "burst_s"]
+HEAP += ["warm_burst_s"]
+
+
+def _moves(case: Dict[str, Any]) -> bool:
+    """An offload case that moved a model (not one of the run's ceilings)."""
+    return "strategy" in case["parameters"]
+
+
+def _limits(case: Dict[str, Any]) -> bool:
+    return not _moves(case)
+
+
+Maker = Callable[[Path], Table]
+TABLES: Dict[str, Maker] = {
+    "offload-memory": lambda r: case_table(
+        result_file("offload_headline", r), MEMORY, headline=True, where=_moves
+    ),
+    "offload-speed": lambda r: case_table(
+        result_file("offload_headline_timing", r), SPEED, where=_moves
+    ),
+    "host-heap": lambda r: case_table(result_file("host_heap", r), HEAP, headline=True),
+    "build-speed": lambda r: case_table(
+        result_file("build_speed", r), ["seconds", "ratio_to_plain_read", "target_ratio"]
+    ),
+    # Only on the docs' benchmarks page:
+    "offload-memory-every-case": lambda r: case_table(
+        result_file("offload_headline", r),
+        MEMORY + ["largest_tensor_bytes", "host_after_minus_W_MiB", "seconds"],
+        where=_moves,
+    ),
+    "offload-limits": lambda r: case_table(
+        result_file("offload_headline_timing", r),
+        ["ceiling_GBps", "bandwidth_GBps", "fault_in_GBps", "chunked_copy_fresh_GBps"]
+        + ["chunked_copy_prefaulted_GBps", "limit_4_GBps"],
+        where=_limits,
+    ),
+    "offload-3gib-memory": lambda r: case_table(
+        result_file("offload_3gib", r), MEMORY + ["overshoot_over_largest_MiB"], where=_moves
+    ),
+    "offload-3gib-speed": lambda r: case_table(
+        result_file("offload_3gib_timing", r), ["GBps", "fraction_of_copy_ceiling"], where=_moves
+    ),
+    "host-heap-every-case": lambda r: case_table(
+        result_file("host_heap", r), HEAP + ["thread_arena_top_bytes"]
+    ),
+    "host-heap-trim-threshold": lambda r: case_table(
+        result_file("host_heap_trim_threshold", r), HEAP + ["thread_arena_top_bytes"]
+    ),
+    "host-heap-steady-loop": lambda r: case_table(
+        result_file("host_heap_steady_loop", r), ["dynamic_s", "fixed_s", "ratio"]
+    ),
+}
+
+
+def table(name: str, results: Path = RESULTS) -> Table:
+    """The named table; :class:`ResultError` naming the known ones otherwise."""
+    if name not in TABLES:
+        raise ResultError(f"no table {name!r}; known: {', '.join(TABLES)}")
+    return TABLES[name](results)
+
+
+# -- plots -------------------------------------------------------------------------------------
+
+
+def bar_plot(document: Dict[str, Any], key: str, *, where: Callable[..., bool] = _moves) -> Any:
+    """A horizontal bar per configuration: one measure, the median of its repeats."""
+    import matplotlib.pyplot as plt
+
+    rows = case_table(document, [key], where=where, notes=False).rows
+    groups: Dict[str, List[float]] = {}
+    for entry in document["cases"]:
+        value = entry["figures"].get(key)
+        if where(entry) and value is not None:
+            groups.setdefault(entry["label"], []).append(value)
+    labels = [row[0].replace("`", "") for row in rows]
+    values = [statistics.median(groups[row[0]]) for row in rows]
+    measure = document["measures"][key]
+    scale, unit = (GiB, "GiB") if measure["unit"] == "bytes" else (1, measure["unit"])
+    figure, axes = plt.subplots(figsize=(7.5, 0.32 * len(labels) + 1.2))
+    axes.barh(labels, [value / scale for value in values], color="#4c72b0")
+    axes.invert_yaxis()
+    axes.set_xlabel(f"{measure['label']} ({unit})" if unit else measure["label"])
+    axes.set_title(document["title"], fontsize=9)
+    return figure
+
+
+def plot_timelines(document: Dict[str, Any]) -> Any:
+    """Host, GPU and host + GPU memory over time, one panel per case that has a timeline,
+    its phases shaded and named (``series.timeline`` and ``series.phases``)."""
+    import matplotlib.pyplot as plt
+
+    cases = [c for c in document["cases"] if "timeline" in c.get("series", {})]
+    if not cases:
+        raise ResultError(f"{document.get('_file')}: no case has series.timeline")
+    figure, panels = plt.subplots(
+        len(cases), 1, figsize=(7.5, 2.4 * len(cases)), sharex=True, squeeze=False
+    )
+    for axes, entry in zip(panels[:, 0], cases):
+        line = entry["series"]["timeline"]
+        host = [value / GiB for value in line["host_bytes"]]
+        gpu = [value / GiB for value in line["gpu_bytes"]]
+        axes.plot(line["t_s"], host, label="host")
+        axes.plot(line["t_s"], gpu, label="GPU")
+        axes.plot(line["t_s"], [a + b for a, b in zip(host, gpu)], label="host + GPU", lw=0.8)
+        for index, phase in enumerate(entry["series"].get("phases", [])):
+            shade = "#eeeeee" if index % 2 else "#dde6f0"
+            axes.axvspan(phase["start_s"], phase["end_s"], color=shade, zorder=0)
+            place = axes.get_xaxis_transform()
+            axes.text(phase["start_s"], 0.98, phase["name"], transform=place, fontsize=6,
+                      rotation=90, va="top")
+        axes.set_title(entry["label"].replace("`", ""), fontsize=8)
+        axes.set_ylabel("GiB")
+    panels[0, 0].legend(fontsize=7, loc="upper right")
+    panels[-1, 0].set_xlabel("seconds")
+    return figure
+
+
+PLOTS: Dict[str, Callable[[Path], Any]] = {
+    "offload-speed": lambda r: bar_plot(result_file("offload_headline_timing", r), "GBps"),
+    "host-heap": lambda r: bar_plot(
+        result_file("host_heap", r), "kept_after_trim", where=lambda case: True
+    ),
+}
+
+
+def plot(name: str, results: Path = RESULTS) -> Any:
+    """Draw the named plot (in the docs, inside matplotlib's ``plot`` directive)."""
+    if name not in PLOTS:
+        raise ResultError(f"no plot {name!r}; known: {', '.join(PLOTS)}")
+    return PLOTS[name](results)
