@@ -690,22 +690,49 @@ def _seconds(label: str, description: str) -> Dict[str, str]:
 # What each figure of a case is: the median over the case's repeats (its runs are its series).
 MEASURES: Dict[str, Dict[str, str]] = {
     "burst_bytes": _bytes("burst", "bytes allocated in one burst"),
-    "repeats": {"label": "repeats", "unit": "", "description": "runs of the case, each in a fresh process"},
+    "repeats": {
+        "label": "repeats",
+        "unit": "",
+        "description": "runs of the case, each in a fresh process",
+    },
     "rss_before": _bytes("RSS before", "resident memory before burst 1"),
     "rss_peak": _bytes("RSS peak", "the process's resident peak"),
-    "first_kept_after_trim": _bytes("kept after burst 1", "RSS after burst 1 is freed (and trimmed, for the fork), less RSS before"),
-    "kept_after_free": _bytes("kept after the last free", "RSS after the last burst is freed, before any trim, less RSS before"),
-    "kept_after_trim": _bytes("kept after burst 2", "RSS after the last burst is freed (and trimmed), less RSS before"),
-    "first_kept_fraction": {"label": "kept / burst, burst 1", "unit": "", "description": "kept after burst 1 over the burst's bytes (goal: at most 0.01)"},
-    "kept_fraction": {"label": "kept / burst, burst 2", "unit": "", "description": "kept after burst 2 over the burst's bytes"},
+    "first_kept_after_trim": _bytes(
+        "kept after burst 1",
+        "RSS after burst 1 is freed (and trimmed, for the fork), less RSS before",
+    ),
+    "kept_after_free": _bytes(
+        "kept after the last free",
+        "RSS after the last burst is freed, before any trim, less RSS before",
+    ),
+    "kept_after_trim": _bytes(
+        "kept after burst 2", "RSS after the last burst is freed (and trimmed), less RSS before"
+    ),
+    "first_kept_fraction": {
+        "label": "kept / burst, burst 1",
+        "unit": "",
+        "description": "kept after burst 1 over the burst's bytes (goal: at most 0.01)",
+    },
+    "kept_fraction": {
+        "label": "kept / burst, burst 2",
+        "unit": "",
+        "description": "kept after burst 2 over the burst's bytes",
+    },
     "trimmed_bytes": _bytes("trimmed", "bytes the last trim handed back"),
     "first_trim_s": _seconds("trim after burst 1", "time of the trim after burst 1"),
     "trim_s": _seconds("trim after burst 2", "time of the trim after the last burst"),
-    "first_trim_s_per_gib": _seconds("trim per GiB, burst 1", "the trim's time per GiB handed back, burst 1"),
-    "trim_s_per_gib": _seconds("trim per GiB, burst 2", "the trim's time per GiB handed back, last burst"),
+    "first_trim_s_per_gib": _seconds(
+        "trim per GiB, burst 1", "the trim's time per GiB handed back, burst 1"
+    ),
+    "trim_s_per_gib": _seconds(
+        "trim per GiB, burst 2", "the trim's time per GiB handed back, last burst"
+    ),
     "burst_s": _seconds("time of burst 1", "allocate, touch and free burst 1 in a fresh process"),
     "warm_burst_s": _seconds("time of burst 2", "the same blocks again in the same process"),
-    "thread_arena_top_bytes": _bytes("thread arenas' tops", "the top chunks of the threads' arenas (malloc_info), which malloc_trim does not shrink"),
+    "thread_arena_top_bytes": _bytes(
+        "thread arenas' tops",
+        "the top chunks of the threads' arenas (malloc_info), which malloc_trim does not shrink",
+    ),
     "thread_heap_rss": _bytes("thread heaps' RSS", "resident memory of the threads' heaps"),
 }
 
@@ -720,23 +747,29 @@ def host_heap_result(
         name, size = entry["case"], entry["burst_gib"]
         registered = strategies.HOST_HEAP_BY_NAME[name]
         figures = {**entry["median"], "burst_bytes": entry["burst_bytes"]}
-        figures.update({key: entry[key] for key in ("repeats", "kept_fraction", "first_kept_fraction")})
+        figures.update(
+            {key: entry[key] for key in ("repeats", "kept_fraction", "first_kept_fraction")}
+        )
         own = [run for run in runs if run["case"] == name and run["burst_gib"] == size]
-        cases.append(harness.case(
-            f"{name}-{size:g}gib",
-            f"{registered.label}, {size:g} GiB",
-            figures,
-            headline=registered.headline and size == largest,
-            parameters={"case": name, "burst_gib": size, "description": registered.description},
-            series={"runs": own},
-        ))
+        cases.append(
+            harness.case(
+                f"{name}-{size:g}gib",
+                f"{registered.label}, {size:g} GiB",
+                figures,
+                headline=registered.headline and size == largest,
+                parameters={"case": name, "burst_gib": size, "description": registered.description},
+                series={"runs": own},
+            )
+        )
     notes = [
         "Burst 1 follows one large free that raises glibc's mmap threshold as it does in a real "
         "process; burst 2 repeats it in the same process, as a second engine build would. "
         "Figures are medians over the repeats, each in a fresh process."
     ]
     title = "Host memory kept after builder-like bursts of freed allocations, per allocator setting"
-    return harness.result("host-heap", title, record, MEASURES, cases, notes=notes, settings=settings)
+    return harness.result(
+        "host-heap", title, record, MEASURES, cases, notes=notes, settings=settings
+    )
 
 
 def run_driver(args: argparse.Namespace) -> int:

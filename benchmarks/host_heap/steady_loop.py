@@ -102,7 +102,9 @@ def steady_loop_result(
         medians["ratio"] = medians["fixed_s"] / medians["dynamic_s"]
         label = f"{block_mib} MiB block"
         parameters = {"block_mib": block_mib}
-        entry = harness.case(f"{block_mib}mib", label, medians, headline=True, parameters=parameters)
+        entry = harness.case(
+            f"{block_mib}mib", label, medians, headline=True, parameters=parameters
+        )
         cases.append({**entry, "series": {"runs": own}})
     title = "What a fixed glibc trim threshold costs a loop that allocates and frees one block"
     return harness.result(

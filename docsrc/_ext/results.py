@@ -384,8 +384,15 @@ def plot_timelines(document: Dict[str, Any]) -> Any:
             shade = "#eeeeee" if index % 2 else "#dde6f0"
             axes.axvspan(phase["start_s"], phase["end_s"], color=shade, zorder=0)
             place = axes.get_xaxis_transform()
-            axes.text(phase["start_s"], 0.98, phase["name"], transform=place, fontsize=6,
-                      rotation=90, va="top")
+            axes.text(
+                phase["start_s"],
+                0.98,
+                phase["name"],
+                transform=place,
+                fontsize=6,
+                rotation=90,
+                va="top",
+            )
         axes.set_title(entry["label"].replace("`", ""), fontsize=8)
         axes.set_ylabel("GiB")
     panels[0, 0].legend(fontsize=7, loc="upper right")
