@@ -8,12 +8,11 @@ the start; with the model on the GPU at the start, upstream's ``module.to("cpu")
 by about the model size W.
 
 Strategies are named in ``benchmarks/strategies.py`` (``OFFLOAD_STRATEGIES``: ``upstream``,
-``step-1GiB-plain``, ``fork``, ``fork-plain``, the other release steps, THP off, page-locking
-refused, and the designs not in the overlay); a new one is an entry there. Plans are named
+``step-1GiB-plain``, ``fork``, ``fork-plain``, the other release steps, THP off and
+page-locking refused); a new one is an entry there. Plans are named
 lists of cases (:data:`PLANS`): ``headline`` (the README's and the docs' figures: every shape,
-the fork against ``module.to`` and the 1 GiB step side by side), ``designs`` (the designs not
-in the overlay against it), ``steps`` (the release steps), ``shapes`` (every shape, probed and
-timed), ``two-gpus`` (a model on two GPUs).
+the fork against ``module.to`` and the 1 GiB step side by side), ``steps`` (the release
+steps), ``shapes`` (every shape, probed and timed), ``two-gpus`` (a model on two GPUs).
 
 Tensor mixes:
 
@@ -45,7 +44,7 @@ Usage (on a machine with a GPU; each case runs in a process of its own)::
 
     python -m benchmarks run offload --plan headline --out offload_headline.json \
         --timing-out offload_headline_timing.json
-    python -m benchmarks run offload --plan designs --sizes 8 --out /tmp/designs.json
+    python -m benchmarks run offload --plan steps --sizes 3 --out offload_steps.json
 """
 
 from __future__ import annotations
@@ -85,15 +84,12 @@ def _every(size_gib: int, mix: str, names: List[str]) -> List[PlanCase]:
     return [PlanCase(size_gib, mix, name) for name in names]
 
 
-# Designs not in the overlay, each beside the shipped overlay on the same two models.
-DESIGNS = [
-    "fork",
-    "fork-chunk-32MiB",
-    "fork-chunk-64MiB",
-    "packed",
-    "packed-slab",
-    "direct-locked",
-]
+# The release steps compared at two sizes, each beside upstream's move.
+STEPS = ["upstream", "step-1GiB-plain", "fork-plain", "fork", "fork-step-0", "fork-step-64MiB"]
+# The other shapes of the fork, and its variants at 8 GiB.
+SHAPES = [(24, "llm"), (64, "llm"), (24, "small"), (60, "small"), (24, "fp32-64MiB")]
+SHAPES += [(15, "llama-untied"), (14, "llama-tied"), (61, "qwen2")]
+VARIANTS = ["fork", "fork-plain", "fork-thp-never", "fork-plain-thp-never", "fork-lock-fails"]
 
 # Every plan, most wanted case first (a run cut short keeps the cases it finished).
 PLANS: Dict[str, List[PlanCase]] = {
@@ -114,29 +110,14 @@ PLANS: Dict[str, List[PlanCase]] = {
         PlanCase(61, "qwen2", "fork", probed=False),
         PlanCase(60, "small", "fork", probed=False),
     ],
-    "designs": [case for mix in ("llm", "small") for case in _every(8, mix, DESIGNS)],
-    # The designs that won at 8 GiB, against the shipped overlay at the headline's 24 GiB.
-    "designs-24gib": [
-        PlanCase(24, mix, name, timed=2)
-        for mix in ("llm", "small")
-        for name in ("fork", "fork-current-stream", "fork-current-stream-32MiB", "fork-chunk-32MiB")
-    ],
     "steps": [
-        *_every(3, "llm", ["upstream", "step-1GiB-plain", "fork-plain", "fork", "fork-step-0",
-                           "fork-step-64MiB", "fork-step-256MiB"]),
+        *_every(3, "llm", STEPS + ["fork-step-256MiB"]),
         *_every(3, "one-large", ["upstream", "fork-plain", "fork"]),
-        *_every(24, "llm", ["upstream", "step-1GiB-plain", "fork-plain", "fork", "fork-step-0",
-                            "fork-step-64MiB"]),
+        *_every(24, "llm", STEPS),
     ],
-    "shapes": [
-        *[PlanCase(size, mix, "fork") for size, mix in (
-            (24, "llm"), (64, "llm"), (24, "small"), (60, "small"), (24, "fp32-64MiB"),
-            (15, "llama-untied"), (14, "llama-tied"), (61, "qwen2"))],
-        *_every(8, "llm", ["fork", "fork-plain", "fork-thp-never", "fork-plain-thp-never",
-                           "fork-lock-fails"]),
-    ],
+    "shapes": [PlanCase(size, mix, "fork") for size, mix in SHAPES] + _every(8, "llm", VARIANTS),
     "two-gpus": _every(24, "llm-2gpu", ["fork", "fork-plain"]),
-}  # fmt: skip
+}
 
 
 def host_rss() -> int:
