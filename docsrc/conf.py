@@ -132,7 +132,7 @@ rst_epilog = f"""
 .. |label_literal| replace:: ``+{LOCAL_LABEL}``
 .. |release_label_literal| replace:: ``<release>+{LOCAL_LABEL}``
 .. |requirement_literal| replace:: ``torch_tensorrt=={DEFAULT_RELEASE}``
-.. |patched_file_literal| replace:: ``dist/torch_tensorrt-{DEFAULT_RELEASE}+{LOCAL_LABEL}-<tags>.whl``
+.. |patched_file_literal| replace:: ``torch_tensorrt-{DEFAULT_RELEASE}+{LOCAL_LABEL}-<tags>.whl``
 .. |default_step| replace:: {_mib(_overlay_constant("DEFAULT_RELEASE_EVERY_BYTES"))}
 .. |build_requirements| replace:: {_build_requirements()}
 .. |bounce_chunk| replace:: {_mib(_overlay_constant("PINNED_BOUNCE_CHUNK_BYTES"))}
