@@ -23,6 +23,8 @@ from benchmarks.host_heap import steady_loop
 from benchmarks.offload import run
 
 REPOSITORY = Path(__file__).resolve().parents[2]
+# A provenance for the tests of a result's shape (making a real one imports torch: seconds).
+RECORD = dict.fromkeys(results.PROVENANCE_KEYS, "recorded")
 
 
 def _benchmarks(*args: str) -> "subprocess.CompletedProcess[str]":
@@ -108,9 +110,7 @@ def test_an_offload_run_describes_itself(tmp_path: Path) -> None:
     ceiling = {"GBps": 20.0, "median_GBps": 19.0, "samples_GBps": [20.0], "threads": 2, "bytes": 1}
     limit = {"threads": 2, "copy_GBps": 30.0, "bandwidth_GBps": 60.0, "limit_GBps": {"4": 15.0}}
     raw = [_offload_case("fork", 0), _offload_case("fork", 1), _offload_case("upstream", 0)]
-    document = _loaded(
-        tmp_path, run.offload_result(harness.provenance([]), raw, ceiling, limit, {})
-    )
+    document = _loaded(tmp_path, run.offload_result(RECORD, raw, ceiling, limit, {}))
     ids = [case["id"] for case in document["cases"]]
     assert ids[:3] == ["3gib-llm-fork", "3gib-llm-fork-r1", "3gib-llm-upstream"]
     assert ids[3:] == ["copy-ceiling", "host-limit"]
@@ -127,7 +127,7 @@ def test_a_host_heap_run_is_a_case_per_setting_and_size(tmp_path: Path) -> None:
         for name in ("upstream", "fork")
         for repeat in range(3)
     ]
-    document = _loaded(tmp_path, host_heap.host_heap_result(harness.provenance([]), runs, {}))
+    document = _loaded(tmp_path, host_heap.host_heap_result(RECORD, runs, {}))
     fork = results.case(document, "fork-1gib")
     assert fork["figures"]["kept_after_trim"] == 1.0 and fork["headline"]
     assert fork["figures"]["kept_fraction"] == 0.01 and len(fork["series"]["runs"]) == 3
@@ -140,7 +140,7 @@ def test_build_speed_steps_keep_their_runs(tmp_path: Path) -> None:
         "plain_read": {"runs_s": [0.1, 0.2], "median_s": 0.15},
         "pip_wheel": {"command": "pip wheel", "seconds": 3.0, "exit_status": 0},
     }
-    document = _loaded(tmp_path, build_speed.build_speed_result(harness.provenance([]), figures))
+    document = _loaded(tmp_path, build_speed.build_speed_result(RECORD, figures))
     plain = results.case(document, "plain-read")
     assert plain["figures"]["seconds"] == 0.15 and plain["series"] == {"runs_s": [0.1, 0.2]}
     assert results.case(document, "pip-wheel")["parameters"] == {"command": "pip wheel"}
@@ -152,7 +152,7 @@ def test_steady_loop_compares_both_settings_per_block(tmp_path: Path) -> None:
         for case, seconds in (("dynamic", 0.001), ("fixed", 0.004))
         for repeat in range(3)
     ]
-    made = steady_loop.steady_loop_result(harness.provenance([]), runs, {})
+    made = steady_loop.steady_loop_result(RECORD, runs, {})
     figures = results.case(_loaded(tmp_path, made), "4mib")["figures"]
     assert figures == {"dynamic_s": 0.002, "fixed_s": 0.008, "ratio": 4.0}
 
