@@ -589,184 +589,136 @@ def add_fractions(
 
 
 # What each figure of a case is (the result file carries this, so a reader needs nothing else).
-MEASURES: Dict[str, Dict[str, str]] = {
-    "W_bytes": {
-        "label": "model size W",
-        "unit": "bytes",
-        "description": "bytes of the model's parameters and buffers",
-    },
-    "tensors": {"label": "tensors", "unit": "", "description": "tensors the model holds"},
-    "largest_tensor_bytes": {
-        "label": "largest tensor",
-        "unit": "bytes",
-        "description": "bytes of the model's largest tensor",
-    },
-    "segments": {
-        "label": "segments",
-        "unit": "",
-        "description": "CUDA caching allocator segments holding the model before the move",
-    },
-    "segments_shared": {
-        "label": "shared segments",
-        "unit": "",
-        "description": "segments holding more than one tensor",
-    },
-    "largest_segment_live_bytes": {
-        "label": "fullest segment",
-        "unit": "bytes",
-        "description": "most bytes of tensors in one segment, which no tensor-by-tensor move hands back before all of them moved",
-    },
-    "largest_segment_bytes": {
-        "label": "largest segment",
-        "unit": "bytes",
-        "description": "bytes of the largest segment",
-    },
-    "overshoot_floor_bytes": {
-        "label": "overshoot floor",
-        "unit": "bytes",
-        "description": "the larger of the largest tensor and the fullest segment",
-    },
-    "overshoot_bytes": {
-        "label": "overshoot",
-        "unit": "bytes",
-        "description": "peak of host RSS + CUDA reserved memory during the move, above its value at the start (probed runs)",
-    },
-    "overshoot_W": {
-        "label": "overshoot (W)",
-        "unit": "W",
-        "description": "the overshoot in multiples of the model size W: the memory held twice",
-    },
-    "overshoot_over_floor_MiB": {
-        "label": "overshoot - floor",
-        "unit": "MiB",
-        "description": "the overshoot less its floor (target: at most 64 MiB)",
-    },
-    "overshoot_over_largest_MiB": {
-        "label": "overshoot - largest tensor",
-        "unit": "MiB",
-        "description": "the overshoot less the largest tensor",
-    },
-    "overshoot_ops_bytes": {
-        "label": "overshoot, per operation",
-        "unit": "bytes",
-        "description": "the overshoot as the probe after every tensor operation saw it",
-    },
-    "overshoot_sampler_bytes": {
-        "label": "overshoot, sampled",
-        "unit": "bytes",
-        "description": "the overshoot as the 1 ms sampler thread saw it",
-    },
-    "host_rise_at_copies_bytes": {
-        "label": "host rise at copies",
-        "unit": "bytes",
-        "description": "host RSS rise seen at the tensor copies",
-    },
-    "probe_warm_up_host_bytes": {
-        "label": "probe warm-up",
-        "unit": "bytes",
-        "description": "host memory the probes took before the move (left out of the overshoot)",
-    },
-    "sampler_samples": {
-        "label": "samples",
-        "unit": "",
-        "description": "samples the sampler thread took",
-    },
-    "seconds": {"label": "seconds", "unit": "s", "description": "wall time of the move"},
-    "GBps": {
-        "label": "speed",
-        "unit": "GB/s",
-        "description": "model size W / seconds of the move (GB = 1e9 bytes)",
-    },
-    "host_after_minus_W_MiB": {
-        "label": "host after - W",
-        "unit": "MiB",
-        "description": "host RSS after the move less W, above the start",
-    },
-    "cuda_reserved_after_MiB": {
-        "label": "CUDA reserved after",
-        "unit": "MiB",
-        "description": "memory the CUDA caching allocator still reserves after the move",
-    },
-    "fraction_of_copy_ceiling": {
-        "label": "of copy ceiling",
-        "unit": "",
-        "description": "speed / the run's copy ceiling (target 0.75; 0.6 for the small mix's 2-6 MiB tensors)",
-    },
-    "fraction_of_median_copy_ceiling": {
-        "label": "of median copy ceiling",
-        "unit": "",
-        "description": "speed / the median of the copy ceiling's samples",
-    },
-    "host_limit_GBps": {
-        "label": "host limit",
-        "unit": "GB/s",
-        "description": "the host's memory bandwidth over the strategy's bytes of traffic per moved byte",
-    },
-    "fraction_of_host_limit": {
-        "label": "of host limit",
-        "unit": "",
-        "description": "speed / the host limit for the strategy",
-    },
-    "ceiling_GBps": {
-        "label": "copy ceiling",
-        "unit": "GB/s",
-        "description": "1 GiB from page-locked memory into fresh huge pages with every core, best of the samples",
-    },
-    "ceiling_median_GBps": {
-        "label": "copy ceiling, median",
-        "unit": "GB/s",
-        "description": "the median of the same samples",
-    },
-    "copy_GBps": {
-        "label": "plain copy",
-        "unit": "GB/s",
-        "description": "a large copy between pre-faulted buffers, every core",
-    },
-    "read_GBps": {
-        "label": "read-only pass",
-        "unit": "GB/s",
-        "description": "a read-only pass over pre-faulted memory, every core",
-    },
-    "write_GBps": {
-        "label": "write pass",
-        "unit": "GB/s",
-        "description": "a write pass over pre-faulted memory, every core",
-    },
-    "fault_in_GBps": {
-        "label": "fault-in",
-        "unit": "GB/s",
-        "description": "fresh huge pages faulted in from every core",
-    },
-    "dma_pinned_GBps": {
-        "label": "DMA into pinned",
-        "unit": "GB/s",
-        "description": "a DMA into a reused page-locked buffer",
-    },
-    "chunked_copy_fresh_GBps": {
-        "label": "chunked copy, fresh",
-        "unit": "GB/s",
-        "description": "the fast path's 16 MiB chunked copy into fresh memory",
-    },
-    "chunked_copy_prefaulted_GBps": {
-        "label": "chunked copy, pre-faulted",
-        "unit": "GB/s",
-        "description": "the same copy into memory faulted in before",
-    },
-    "bandwidth_GBps": {
-        "label": "memory bandwidth",
-        "unit": "GB/s",
-        "description": "the larger of 2 x the plain copy and the read-only pass",
-    },
-    "limit_2_GBps": {
-        "label": "limit at 2 bytes of traffic",
-        "unit": "GB/s",
-        "description": "bandwidth / 2 (DMA into the destination)",
-    },
-    "limit_4_GBps": {
-        "label": "limit at 4 bytes of traffic",
-        "unit": "GB/s",
-        "description": "bandwidth / 4 (a path through page-locked chunks)",
-    },
+# (label, unit, description) of each figure a case or the run's ceilings may hold.
+_MEASURED = {
+    "W_bytes": ("model size W", "bytes", "bytes of the model's parameters and buffers"),
+    "tensors": ("tensors", "", "tensors the model holds"),
+    "largest_tensor_bytes": ("largest tensor", "bytes", "bytes of the model's largest tensor"),
+    "segments": (
+        "segments",
+        "",
+        "CUDA caching allocator segments holding the model before the move",
+    ),
+    "segments_shared": ("shared segments", "", "segments holding more than one tensor"),
+    "largest_segment_live_bytes": (
+        "fullest segment",
+        "bytes",
+        "most bytes of tensors in one segment, which no tensor-by-tensor move hands back before all of them moved",
+    ),
+    "largest_segment_bytes": ("largest segment", "bytes", "bytes of the largest segment"),
+    "overshoot_floor_bytes": (
+        "overshoot floor",
+        "bytes",
+        "the larger of the largest tensor and the fullest segment",
+    ),
+    "overshoot_bytes": (
+        "overshoot",
+        "bytes",
+        "peak of host RSS + CUDA reserved memory during the move, above its value at the start (probed runs)",
+    ),
+    "overshoot_W": (
+        "overshoot (W)",
+        "W",
+        "the overshoot in multiples of the model size W: the memory held twice",
+    ),
+    "overshoot_over_floor_MiB": (
+        "overshoot - floor",
+        "MiB",
+        "the overshoot less its floor (target: at most 64 MiB)",
+    ),
+    "overshoot_over_largest_MiB": (
+        "overshoot - largest tensor",
+        "MiB",
+        "the overshoot less the largest tensor",
+    ),
+    "overshoot_ops_bytes": (
+        "overshoot, per operation",
+        "bytes",
+        "the overshoot as the probe after every tensor operation saw it",
+    ),
+    "overshoot_sampler_bytes": (
+        "overshoot, sampled",
+        "bytes",
+        "the overshoot as the 1 ms sampler thread saw it",
+    ),
+    "host_rise_at_copies_bytes": (
+        "host rise at copies",
+        "bytes",
+        "host RSS rise seen at the tensor copies",
+    ),
+    "probe_warm_up_host_bytes": (
+        "probe warm-up",
+        "bytes",
+        "host memory the probes took before the move (left out of the overshoot)",
+    ),
+    "sampler_samples": ("samples", "", "samples the sampler thread took"),
+    "seconds": ("seconds", "s", "wall time of the move"),
+    "GBps": ("speed", "GB/s", "model size W / seconds of the move (GB = 1e9 bytes)"),
+    "host_after_minus_W_MiB": (
+        "host after - W",
+        "MiB",
+        "host RSS after the move less W, above the start",
+    ),
+    "cuda_reserved_after_MiB": (
+        "CUDA reserved after",
+        "MiB",
+        "memory the CUDA caching allocator still reserves after the move",
+    ),
+    "fraction_of_copy_ceiling": (
+        "of copy ceiling",
+        "",
+        "speed / the run's copy ceiling (target 0.75; 0.6 for the small mix's 2-6 MiB tensors)",
+    ),
+    "fraction_of_median_copy_ceiling": (
+        "of median copy ceiling",
+        "",
+        "speed / the median of the copy ceiling's samples",
+    ),
+    "host_limit_GBps": (
+        "host limit",
+        "GB/s",
+        "the host's memory bandwidth over the strategy's bytes of traffic per moved byte",
+    ),
+    "fraction_of_host_limit": ("of host limit", "", "speed / the host limit for the strategy"),
+    "ceiling_GBps": (
+        "copy ceiling",
+        "GB/s",
+        "1 GiB from page-locked memory into fresh huge pages with every core, best of the samples",
+    ),
+    "ceiling_median_GBps": ("copy ceiling, median", "GB/s", "the median of the same samples"),
+    "copy_GBps": ("plain copy", "GB/s", "a large copy between pre-faulted buffers, every core"),
+    "read_GBps": ("read-only pass", "GB/s", "a read-only pass over pre-faulted memory, every core"),
+    "write_GBps": ("write pass", "GB/s", "a write pass over pre-faulted memory, every core"),
+    "fault_in_GBps": ("fault-in", "GB/s", "fresh huge pages faulted in from every core"),
+    "dma_pinned_GBps": ("DMA into pinned", "GB/s", "a DMA into a reused page-locked buffer"),
+    "chunked_copy_fresh_GBps": (
+        "chunked copy, fresh",
+        "GB/s",
+        "the fast path's 16 MiB chunked copy into fresh memory",
+    ),
+    "chunked_copy_prefaulted_GBps": (
+        "chunked copy, pre-faulted",
+        "GB/s",
+        "the same copy into memory faulted in before",
+    ),
+    "bandwidth_GBps": (
+        "memory bandwidth",
+        "GB/s",
+        "the larger of 2 x the plain copy and the read-only pass",
+    ),
+    "limit_2_GBps": (
+        "limit at 2 bytes of traffic",
+        "GB/s",
+        "bandwidth / 2 (DMA into the destination)",
+    ),
+    "limit_4_GBps": (
+        "limit at 4 bytes of traffic",
+        "GB/s",
+        "bandwidth / 4 (a path through page-locked chunks)",
+    ),
+}
+MEASURES = {
+    key: dict(zip(("label", "unit", "description"), spec)) for key, spec in _MEASURED.items()
 }
 # A case's settings, not its figures.
 PARAMETERS = ("size_gib", "mix", "strategy", "probes", "repeat", "torch_threads", "devices")
