@@ -1,6 +1,6 @@
 """How long the patched-wheel tool takes, against a plain read of the base, side by side.
 
-Usage (from the repository root, which makes the tool importable as ``tools.patched_wheel``)::
+Usage, from the repository root::
 
     python -m benchmarks run build-speed [--repeat 7] [--skip-matrix] [--with-tests]
 
@@ -38,8 +38,7 @@ import zipfile
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from benchmarks import harness
-from tools.patched_wheel.config import (
+from patched_wheel.config import (
     DEFAULT_CACHE_DIR,
     DEFAULT_RELEASE,
     DISTRIBUTIONS,
@@ -50,11 +49,13 @@ from tools.patched_wheel.config import (
     BaseChoice,
     BaseRequest,
 )
-from tools.patched_wheel.lock import load_lock, open_base
-from tools.patched_wheel.matrix import build_matrix, requests_for
-from tools.patched_wheel.patch import build_patched_wheel
-from tools.patched_wheel.splice import _calls as call_sites_cache
-from tools.patched_wheel.verify import verify_file
+from patched_wheel.lock import load_lock, open_base
+from patched_wheel.matrix import build_matrix, requests_for
+from patched_wheel.patch import build_patched_wheel
+from patched_wheel.splice import _calls as call_sites_cache
+from patched_wheel.verify import verify_file
+
+from benchmarks import harness
 
 ROOT = harness.REPOSITORY
 RESULTS = harness.RESULTS / "build_speed.json"
@@ -98,24 +99,24 @@ def time_side_by_side(repeat: int) -> Dict[str, Any]:
     """plain read, one wheel, verify: alternated, ``repeat`` runs each."""
     lock = load_lock()
     request = BaseRequest(DEFAULT_RELEASE)
-    base = open_base(BaseChoice(request), lock=lock, cache_dir=DEFAULT_CACHE_DIR)
+
+    def base_of() -> Any:
+        return open_base(BaseChoice(request), lock=lock, cache_dir=DEFAULT_CACHE_DIR)
+
+    base = base_of()
     path = DEFAULT_CACHE_DIR / base.filename
     runs: Dict[str, List[float]] = {"plain_read": [], "one_wheel": [], "verify": []}
     with tempfile.TemporaryDirectory() as folder:
         repo = _release_repository(Path(folder))
-        built = subprocess.run(
-            [sys.executable, str(repo / TOOL_PATH), "build", "--base-wheel", str(path), "--out", folder],
-            check=True, capture_output=True, text=True,
-        )  # fmt: skip
+        tool = [sys.executable, str(repo / TOOL_PATH), "build"]
+        tool += ["--base-wheel", str(path), "--out", folder]
+        built = subprocess.run(tool, check=True, capture_output=True, text=True)
         released = Path(built.stdout.strip())
         for _ in range(repeat):
             call_sites_cache.cache_clear()  # each build as a fresh process makes it
             runs["plain_read"].append(_timed(lambda: plain_read(path)))
-            runs["one_wheel"].append(
-                _timed(lambda: build_patched_wheel(
-                    open_base(BaseChoice(request), lock=lock, cache_dir=DEFAULT_CACHE_DIR),
-                    out_dir=Path(folder) / "one"))  # fmt: skip
-            )
+            one = Path(folder) / "one"
+            runs["one_wheel"].append(_timed(lambda: build_patched_wheel(base_of(), out_dir=one)))
             call_sites_cache.cache_clear()
             verification: List[Any] = []
             runs["verify"].append(
@@ -168,30 +169,19 @@ def time_command(command: List[str], what: str) -> Dict[str, Any]:
     return {"command": what, "seconds": seconds, "exit_status": completed.returncode}
 
 
-MEASURES = {
-    "seconds": {
-        "label": "time",
-        "unit": "s",
-        "description": "wall time (the median where the step was repeated)",
-    },
-    "ratio_to_plain_read": {
-        "label": "ratio to the plain read",
-        "unit": "x",
-        "description": "time over the plain read's, both measured side by side",
-    },
-    "target_ratio": {"label": "target ratio", "unit": "x", "description": "the ratio allowed"},
-    "target_s": {"label": "target", "unit": "s", "description": "the time allowed"},
-    "wheels": {"label": "wheels", "unit": "", "description": "wheels built"},
-    "failed": {"label": "failed", "unit": "", "description": "wheels that failed"},
-    "target_wheels": {
-        "label": "wheels of the target",
-        "unit": "",
-        "description": "the number of wheels the matrix's target was set for",
-    },
-    "build_s_per_wheel": {"label": "a wheel", "unit": "s", "description": "time per wheel"},
-    "exit_status": {"label": "exit status", "unit": "", "description": "the command's"},
-    "base_mib": {"label": "base size", "unit": "MiB", "description": "the base wheel's size"},
-}
+MEASURES = harness.measures("""
+seconds | time | s | wall time (the median where the step was repeated)
+ratio_to_plain_read | ratio to the plain read | x | time over the plain read's, both measured
+    side by side
+target_ratio | target ratio | x | the ratio allowed
+target_s | target | s | the time allowed
+wheels | wheels |  | wheels built
+failed | failed |  | wheels that failed
+target_wheels | wheels of the target |  | the number of wheels the matrix's target was set for
+build_s_per_wheel | a wheel | s | time per wheel
+exit_status | exit status |  | the command's
+base_mib | base size | MiB | the base wheel's size
+""")
 # Each step of the run: its label, and the name of its figures in the run.
 STEPS = {
     "plain_read": "plain read of the base: zipfile, every member read and hashed",

@@ -62,7 +62,12 @@ def overlay_sha256() -> str:
 
 
 def load_overlay() -> ModuleType:
-    """The overlay, imported once per process from ``py/`` (later calls return the same one)."""
+    """The overlay, imported once per process from ``py/`` (later calls return the same one).
+
+    Why by file location: ``py/torch_tensorrt`` is a part of a package whose other modules
+    need TensorRT; putting ``py`` on ``sys.path`` would make ``import torch_tensorrt`` find
+    that part instead of the installed package. The repository's one such loader.
+    """
     loaded = sys.modules.get(OVERLAY_MODULE_NAME)
     if loaded is not None:
         return loaded
@@ -206,6 +211,20 @@ def provenance(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         "date": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "host": host_record(),
     }
+
+
+def measures(table: str) -> Dict[str, Dict[str, str]]:
+    """What each figure of a result is, from a table a line per measure:
+    ``key | label | unit | description``; a line that starts with spaces continues the
+    description of the line above."""
+    found: Dict[str, Dict[str, str]] = {}
+    for line in table.strip("\n").splitlines():
+        if line.startswith(" "):
+            found[key]["description"] += " " + line.strip()
+            continue
+        key, label, unit, description = (part.strip() for part in line.split("|"))
+        found[key] = {"label": label, "unit": unit, "description": description}
+    return found
 
 
 def case(

@@ -527,26 +527,10 @@ def run_case(
     case: Case, burst_gib: float, args: argparse.Namespace, jemalloc: Optional[str]
 ) -> Dict[str, Any]:
     """Run one case once in a fresh process and return its figures."""
-    command = [
-        "-m",
-        "benchmarks.host_heap.run",
-        "--worker",
-        case.name,
-        "--sizes-gib",
-        str(burst_gib),
-        "--threads",
-        str(args.threads),
-        "--rounds",
-        str(args.rounds),
-        "--seed",
-        str(args.seed),
-        "--small-bytes",
-        str(args.small_bytes),
-        "--block-min-mib",
-        str(args.block_min_mib),
-        "--block-max-mib",
-        str(args.block_max_mib),
-    ]
+    command = ["-m", "benchmarks.host_heap.run", "--worker", case.name]
+    command += ["--sizes-gib", str(burst_gib)]
+    for name in ("threads", "rounds", "seed", "small_bytes", "block_min_mib", "block_max_mib"):
+        command += ["--" + name.replace("_", "-"), str(getattr(args, name))]
     if args.trim_threshold_after_raise is not None:
         command += ["--trim-threshold-after-raise", str(args.trim_threshold_after_raise)]
     try:
@@ -647,94 +631,32 @@ def _fmt(value: Optional[float], scale: float = 1.0, digits: int = 2) -> str:
     return "-" if value is None else f"{value / scale:.{digits}f}"
 
 
-def format_table(summary: Sequence[Dict[str, Any]], skipped: Dict[str, str]) -> str:
-    """The short table printed last: medians per case and burst size."""
-    header = (
-        f"{'burst':>6} {'case':<16} {'before':>6} {'peak':>6} {'kept1':>6} {'kept1%':>6} "
-        f"{'kept2':>6} {'kept2%':>6} {'trim1 s':>7} {'s/GiB':>5} {'burst s':>7} {'warm s':>6}"
-    )
-    lines = [
-        "Medians over the repeats. RSS in GiB. keptN = RSS after burst N is freed (and, for the",
-        "fork, trimmed) minus RSS before, in GiB and in % of the burst. trim1 s = the trim after",
-        "burst 1, s/GiB = its time per GiB handed back. burst s = allocate + touch + free of",
-        "burst 1 in a fresh process; warm s = burst 2, the same blocks again.",
-        header,
-        "-" * len(header),
-    ]
-    for entry in summary:
-        median = entry["median"]
-        lines.append(
-            f"{entry['burst_gib']:>4g}Gi {entry['case']:<16} "
-            f"{_fmt(median['rss_before'], GiB):>6} {_fmt(median['rss_peak'], GiB):>6} "
-            f"{_fmt(median['first_kept_after_trim'], GiB, 3):>6} "
-            f"{_fmt(entry['first_kept_fraction'], 0.01, 1):>6} "
-            f"{_fmt(median['kept_after_trim'], GiB, 3):>6} "
-            f"{_fmt(entry['kept_fraction'], 0.01, 1):>6} "
-            f"{_fmt(median['first_trim_s'], 1, 3):>7} "
-            f"{_fmt(median['first_trim_s_per_gib'], 1, 3):>5} "
-            f"{_fmt(median['burst_s']):>7} {_fmt(median['warm_burst_s']):>6}"
-        )
-    for name, reason in skipped.items():
-        lines.append(f"skipped {name}: {reason}")
-    return "\n".join(lines)
-
-
-def _bytes(label: str, description: str) -> Dict[str, str]:
-    return {"label": label, "unit": "bytes", "description": description}
-
-
-def _seconds(label: str, description: str) -> Dict[str, str]:
-    return {"label": label, "unit": "s", "description": description}
-
-
 # What each figure of a case is: the median over the case's repeats (its runs are its series).
-MEASURES: Dict[str, Dict[str, str]] = {
-    "burst_bytes": _bytes("burst", "bytes allocated in one burst"),
-    "repeats": {
-        "label": "repeats",
-        "unit": "",
-        "description": "runs of the case, each in a fresh process",
-    },
-    "rss_before": _bytes("RSS before", "resident memory before burst 1"),
-    "rss_peak": _bytes("RSS peak", "the process's resident peak"),
-    "first_kept_after_trim": _bytes(
-        "kept after burst 1",
-        "RSS after burst 1 is freed (and trimmed, for the fork), less RSS before",
-    ),
-    "kept_after_free": _bytes(
-        "kept after the last free",
-        "RSS after the last burst is freed, before any trim, less RSS before",
-    ),
-    "kept_after_trim": _bytes(
-        "kept after burst 2", "RSS after the last burst is freed (and trimmed), less RSS before"
-    ),
-    "first_kept_fraction": {
-        "label": "kept / burst, burst 1",
-        "unit": "",
-        "description": "kept after burst 1 over the burst's bytes (goal: at most 0.01)",
-    },
-    "kept_fraction": {
-        "label": "kept / burst, burst 2",
-        "unit": "",
-        "description": "kept after burst 2 over the burst's bytes",
-    },
-    "trimmed_bytes": _bytes("trimmed", "bytes the last trim handed back"),
-    "first_trim_s": _seconds("trim after burst 1", "time of the trim after burst 1"),
-    "trim_s": _seconds("trim after burst 2", "time of the trim after the last burst"),
-    "first_trim_s_per_gib": _seconds(
-        "trim per GiB, burst 1", "the trim's time per GiB handed back, burst 1"
-    ),
-    "trim_s_per_gib": _seconds(
-        "trim per GiB, burst 2", "the trim's time per GiB handed back, last burst"
-    ),
-    "burst_s": _seconds("time of burst 1", "allocate, touch and free burst 1 in a fresh process"),
-    "warm_burst_s": _seconds("time of burst 2", "the same blocks again in the same process"),
-    "thread_arena_top_bytes": _bytes(
-        "thread arenas' tops",
-        "the top chunks of the threads' arenas (malloc_info), which malloc_trim does not shrink",
-    ),
-    "thread_heap_rss": _bytes("thread heaps' RSS", "resident memory of the threads' heaps"),
-}
+MEASURES = harness.measures("""
+burst_bytes | burst | bytes | bytes allocated in one burst
+repeats | repeats |  | runs of the case, each in a fresh process
+rss_before | RSS before | bytes | resident memory before burst 1
+rss_peak | RSS peak | bytes | the process's resident peak
+first_kept_after_trim | kept after burst 1 | bytes | RSS after burst 1 is freed (and trimmed,
+    for the fork), less RSS before
+kept_after_free | kept after the last free | bytes | RSS after the last burst is freed, before
+    any trim, less RSS before
+kept_after_trim | kept after burst 2 | bytes | RSS after the last burst is freed (and trimmed),
+    less RSS before
+first_kept_fraction | kept / burst, burst 1 |  | kept after burst 1 over the burst's bytes
+    (goal: at most 0.01)
+kept_fraction | kept / burst, burst 2 |  | kept after burst 2 over the burst's bytes
+trimmed_bytes | trimmed | bytes | bytes the last trim handed back
+first_trim_s | trim after burst 1 | s | time of the trim after burst 1
+trim_s | trim after burst 2 | s | time of the trim after the last burst
+first_trim_s_per_gib | trim per GiB, burst 1 | s | the trim's time per GiB handed back, burst 1
+trim_s_per_gib | trim per GiB, burst 2 | s | the trim's time per GiB handed back, last burst
+burst_s | time of burst 1 | s | allocate, touch and free burst 1 in a fresh process
+warm_burst_s | time of burst 2 | s | the same blocks again in the same process
+thread_arena_top_bytes | thread arenas' tops | bytes | the top chunks of the threads' arenas
+    (malloc_info), which malloc_trim does not shrink
+thread_heap_rss | thread heaps' RSS | bytes | resident memory of the threads' heaps
+""")
 
 
 def host_heap_result(
@@ -857,7 +779,6 @@ def run_driver(args: argparse.Namespace) -> int:
     logger.info("wrote %s", args.output)
 
     sys.stderr.flush()
-    print(format_table(summary, skipped))
     shares = [run["others_cpu_share"] for run in runs]
     print(
         f"CPU used by other processes during the runs: {100 * statistics.median(shares):.0f}% "

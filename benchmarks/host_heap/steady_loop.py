@@ -68,24 +68,13 @@ def run_worker(block_mib: int, iterations: int, fixed: bool) -> Dict[str, Any]:
     }
 
 
-MEASURES = {
-    "dynamic_s": {
-        "label": "dynamic thresholds",
-        "unit": "s",
-        "description": "one allocate + touch + free with glibc's dynamic thresholds, after "
-        "a large free raised them (median of the iterations, then of the repeats)",
-    },
-    "fixed_s": {
-        "label": "fixed trim threshold",
-        "unit": "s",
-        "description": "the same with mallopt(M_TRIM_THRESHOLD, 128 KiB) set after that raise",
-    },
-    "ratio": {
-        "label": "fixed / dynamic",
-        "unit": "x",
-        "description": "how many times longer the loop takes with the fixed threshold",
-    },
-}
+MEASURES = harness.measures("""
+dynamic_s | dynamic thresholds | s | one allocate + touch + free with glibc's dynamic
+    thresholds, after a large free raised them (median of the iterations, then of the repeats)
+fixed_s | fixed trim threshold | s | the same with mallopt(M_TRIM_THRESHOLD, 128 KiB) set after
+    that raise
+ratio | fixed / dynamic | x | how many times longer the loop takes with the fixed threshold
+""")
 
 
 def steady_loop_result(

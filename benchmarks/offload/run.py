@@ -221,24 +221,16 @@ def build_model(size_gib: int, mix: str) -> Any:
     return module
 
 
-# transformers models: (config class, config arguments, bytes of one layer in bf16)
+# transformers models: (config class, config arguments)
+_LLAMA = dict(hidden_size=4096, intermediate_size=14336, num_attention_heads=32)
+_LLAMA.update(num_key_value_heads=8, vocab_size=128256)
+_QWEN2 = dict(hidden_size=5120, intermediate_size=27648, num_attention_heads=40)
+_QWEN2.update(num_key_value_heads=8, vocab_size=152064, tie_word_embeddings=False)
 TRANSFORMERS_MIXES = {
-    "llama-untied": (
-        "LlamaConfig",
-        dict(hidden_size=4096, intermediate_size=14336, num_attention_heads=32,
-             num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=False),
-    ),
-    "llama-tied": (
-        "LlamaConfig",
-        dict(hidden_size=4096, intermediate_size=14336, num_attention_heads=32,
-             num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=True),
-    ),
-    "qwen2": (
-        "Qwen2Config",
-        dict(hidden_size=5120, intermediate_size=27648, num_attention_heads=40,
-             num_key_value_heads=8, vocab_size=152064, tie_word_embeddings=False),
-    ),
-}  # fmt: skip
+    "llama-untied": ("LlamaConfig", {**_LLAMA, "tie_word_embeddings": False}),
+    "llama-tied": ("LlamaConfig", {**_LLAMA, "tie_word_embeddings": True}),
+    "qwen2": ("Qwen2Config", _QWEN2),
+}
 
 
 def build_transformers_model(size_gib: int, mix: str) -> Any:
@@ -429,21 +421,6 @@ def segment_figures(tensors: Dict[int, int]) -> Dict[str, Any]:
 # ------------------------------------------------------------------------------------------
 
 
-def print_table(cases: List[Dict[str, Any]]) -> None:
-    header = f"{'model':>17} {'strategy':>20} {'overshoot':>10} {'x W':>6} {'-largest':>9} {'-floor':>9} {'time':>7} {'GB/s':>6} {'host-W':>7}"
-    print(header)
-    print("-" * len(header))
-    for c in cases:
-        print(
-            f"{c['size_gib']:>4} GiB {c['mix']:>8.8s} {c['strategy']:>20}"
-            f" {c['overshoot_bytes'] / GiB:>6.2f} GiB {c['overshoot_W']:>6.2f}"
-            f" {c['overshoot_over_largest_MiB']:>5.0f} MiB"
-            f" {c.get('overshoot_over_floor_MiB', float('nan')):>5.0f} MiB"
-            f" {c['seconds']:>6.2f}s {c['GBps']:>6.2f}"
-            f" {c['host_after_minus_W_MiB']:>4.0f} MiB"
-        )
-
-
 def copy_ceiling(repeats: int = 5) -> Dict[str, Any]:
     """The host's CPU-copy ceiling: 1 GiB from page-locked memory into fresh huge pages.
 
@@ -588,138 +565,65 @@ def add_fractions(
         case["fraction_of_host_limit"] = case["GBps"] / case["host_limit_GBps"]
 
 
-# What each figure of a case is (the result file carries this, so a reader needs nothing else).
-# (label, unit, description) of each figure a case or the run's ceilings may hold.
-_MEASURED = {
-    "W_bytes": ("model size W", "bytes", "bytes of the model's parameters and buffers"),
-    "tensors": ("tensors", "", "tensors the model holds"),
-    "largest_tensor_bytes": ("largest tensor", "bytes", "bytes of the model's largest tensor"),
-    "segments": (
-        "segments",
-        "",
-        "CUDA caching allocator segments holding the model before the move",
-    ),
-    "segments_shared": ("shared segments", "", "segments holding more than one tensor"),
-    "largest_segment_live_bytes": (
-        "fullest segment",
-        "bytes",
-        "most bytes of tensors in one segment, which no tensor-by-tensor move hands back before all of them moved",
-    ),
-    "largest_segment_bytes": ("largest segment", "bytes", "bytes of the largest segment"),
-    "overshoot_floor_bytes": (
-        "overshoot floor",
-        "bytes",
-        "the larger of the largest tensor and the fullest segment",
-    ),
-    "overshoot_bytes": (
-        "overshoot",
-        "bytes",
-        "peak of host RSS + CUDA reserved memory during the move, above its value at the start (probed runs)",
-    ),
-    "overshoot_W": (
-        "overshoot (W)",
-        "W",
-        "the overshoot in multiples of the model size W: the memory held twice",
-    ),
-    "overshoot_over_floor_MiB": (
-        "overshoot - floor",
-        "MiB",
-        "the overshoot less its floor (target: at most 64 MiB)",
-    ),
-    "overshoot_over_largest_MiB": (
-        "overshoot - largest tensor",
-        "MiB",
-        "the overshoot less the largest tensor",
-    ),
-    "overshoot_ops_bytes": (
-        "overshoot, per operation",
-        "bytes",
-        "the overshoot as the probe after every tensor operation saw it",
-    ),
-    "overshoot_sampler_bytes": (
-        "overshoot, sampled",
-        "bytes",
-        "the overshoot as the 1 ms sampler thread saw it",
-    ),
-    "host_rise_at_copies_bytes": (
-        "host rise at copies",
-        "bytes",
-        "host RSS rise seen at the tensor copies",
-    ),
-    "probe_warm_up_host_bytes": (
-        "probe warm-up",
-        "bytes",
-        "host memory the probes took before the move (left out of the overshoot)",
-    ),
-    "sampler_samples": ("samples", "", "samples the sampler thread took"),
-    "seconds": ("seconds", "s", "wall time of the move"),
-    "GBps": ("speed", "GB/s", "model size W / seconds of the move (GB = 1e9 bytes)"),
-    "host_after_minus_W_MiB": (
-        "host after - W",
-        "MiB",
-        "host RSS after the move less W, above the start",
-    ),
-    "cuda_reserved_after_MiB": (
-        "CUDA reserved after",
-        "MiB",
-        "memory the CUDA caching allocator still reserves after the move",
-    ),
-    "fraction_of_copy_ceiling": (
-        "of copy ceiling",
-        "",
-        "speed / the run's copy ceiling (target 0.75; 0.6 for the small mix's 2-6 MiB tensors)",
-    ),
-    "fraction_of_median_copy_ceiling": (
-        "of median copy ceiling",
-        "",
-        "speed / the median of the copy ceiling's samples",
-    ),
-    "host_limit_GBps": (
-        "host limit",
-        "GB/s",
-        "the host's memory bandwidth over the strategy's bytes of traffic per moved byte",
-    ),
-    "fraction_of_host_limit": ("of host limit", "", "speed / the host limit for the strategy"),
-    "ceiling_GBps": (
-        "copy ceiling",
-        "GB/s",
-        "1 GiB from page-locked memory into fresh huge pages with every core, best of the samples",
-    ),
-    "ceiling_median_GBps": ("copy ceiling, median", "GB/s", "the median of the same samples"),
-    "copy_GBps": ("plain copy", "GB/s", "a large copy between pre-faulted buffers, every core"),
-    "read_GBps": ("read-only pass", "GB/s", "a read-only pass over pre-faulted memory, every core"),
-    "write_GBps": ("write pass", "GB/s", "a write pass over pre-faulted memory, every core"),
-    "fault_in_GBps": ("fault-in", "GB/s", "fresh huge pages faulted in from every core"),
-    "dma_pinned_GBps": ("DMA into pinned", "GB/s", "a DMA into a reused page-locked buffer"),
-    "chunked_copy_fresh_GBps": (
-        "chunked copy, fresh",
-        "GB/s",
-        "the fast path's 16 MiB chunked copy into fresh memory",
-    ),
-    "chunked_copy_prefaulted_GBps": (
-        "chunked copy, pre-faulted",
-        "GB/s",
-        "the same copy into memory faulted in before",
-    ),
-    "bandwidth_GBps": (
-        "memory bandwidth",
-        "GB/s",
-        "the larger of 2 x the plain copy and the read-only pass",
-    ),
-    "limit_2_GBps": (
-        "limit at 2 bytes of traffic",
-        "GB/s",
-        "bandwidth / 2 (DMA into the destination)",
-    ),
-    "limit_4_GBps": (
-        "limit at 4 bytes of traffic",
-        "GB/s",
-        "bandwidth / 4 (a path through page-locked chunks)",
-    ),
-}
-MEASURES = {
-    key: dict(zip(("label", "unit", "description"), spec)) for key, spec in _MEASURED.items()
-}
+# What each figure of a case or of the run's ceilings is (the result file carries it).
+MEASURES = harness.measures("""
+W_bytes | model size W | bytes | bytes of the model's parameters and buffers
+tensors | tensors |  | tensors the model holds
+largest_tensor_bytes | largest tensor | bytes | bytes of the model's largest tensor
+segments | segments |  | CUDA caching allocator segments holding the model before the move
+segments_shared | shared segments |  | segments holding more than one tensor
+largest_segment_live_bytes | fullest segment | bytes | most bytes of tensors in one segment,
+    which no tensor-by-tensor move hands back before all of them moved
+largest_segment_bytes | largest segment | bytes | bytes of the largest segment
+overshoot_floor_bytes | overshoot floor | bytes | the larger of the largest tensor and the
+    fullest segment
+overshoot_bytes | overshoot | bytes | peak of host RSS + CUDA reserved memory during the move,
+    above its value at the start (probed runs)
+overshoot_W | overshoot (W) | W | the overshoot in multiples of the model size W: the memory
+    held twice
+overshoot_over_floor_MiB | overshoot - floor | MiB | the overshoot less its floor (target: at
+    most 64 MiB)
+overshoot_over_largest_MiB | overshoot - largest tensor | MiB | the overshoot less the largest
+    tensor
+overshoot_ops_bytes | overshoot, per operation | bytes | the overshoot as the probe after every
+    tensor operation saw it
+overshoot_sampler_bytes | overshoot, sampled | bytes | the overshoot as the 1 ms sampler thread
+    saw it
+host_rise_at_copies_bytes | host rise at copies | bytes | host RSS rise seen at the tensor
+    copies
+probe_warm_up_host_bytes | probe warm-up | bytes | host memory the probes took before the move
+    (left out of the overshoot)
+sampler_samples | samples |  | samples the sampler thread took
+seconds | seconds | s | wall time of the move
+GBps | speed | GB/s | model size W / seconds of the move (GB = 1e9 bytes)
+host_after_minus_W_MiB | host after - W | MiB | host RSS after the move less W, above the start
+cuda_reserved_after_MiB | CUDA reserved after | MiB | memory the CUDA caching allocator still
+    reserves after the move
+fraction_of_copy_ceiling | of copy ceiling |  | speed / the run's copy ceiling (target 0.75;
+    0.6 for the small mix's 2-6 MiB tensors)
+fraction_of_median_copy_ceiling | of median copy ceiling |  | speed / the median of the copy
+    ceiling's samples
+host_limit_GBps | host limit | GB/s | the host's memory bandwidth over the strategy's bytes of
+    traffic per moved byte
+fraction_of_host_limit | of host limit |  | speed / the host limit for the strategy
+ceiling_GBps | copy ceiling | GB/s | 1 GiB from page-locked memory into fresh huge pages with
+    every core, best of the samples
+ceiling_median_GBps | copy ceiling, median | GB/s | the median of the same samples
+copy_GBps | plain copy | GB/s | a large copy between pre-faulted buffers, every core
+read_GBps | read-only pass | GB/s | a read-only pass over pre-faulted memory, every core
+write_GBps | write pass | GB/s | a write pass over pre-faulted memory, every core
+fault_in_GBps | fault-in | GB/s | fresh huge pages faulted in from every core
+dma_pinned_GBps | DMA into pinned | GB/s | a DMA into a reused page-locked buffer
+chunked_copy_fresh_GBps | chunked copy, fresh | GB/s | the fast path's 16 MiB chunked copy into
+    fresh memory
+chunked_copy_prefaulted_GBps | chunked copy, pre-faulted | GB/s | the same copy into memory
+    faulted in before
+bandwidth_GBps | memory bandwidth | GB/s | the larger of 2 x the plain copy and the read-only
+    pass
+limit_2_GBps | limit at 2 bytes of traffic | GB/s | bandwidth / 2 (DMA into the destination)
+limit_4_GBps | limit at 4 bytes of traffic | GB/s | bandwidth / 4 (a path through page-locked
+    chunks)
+""")
 # A case's settings, not its figures.
 PARAMETERS = ("size_gib", "mix", "strategy", "probes", "repeat", "torch_threads", "devices")
 PARAMETERS += ("traffic_bytes_per_byte",)
@@ -926,8 +830,6 @@ def run(argv: Optional[List[str]] = None) -> int:
             save()
     ceiling["after_cases"] = copy_ceiling()
     save()
-    print()
-    print_table(probed + timed)
     return 0
 
 
