@@ -453,26 +453,10 @@ def _sphinx_directives() -> Dict[str, Any]:
     from docutils.parsers.rst import directives
     from sphinx import addnodes
     from sphinx.util.docutils import SphinxDirective
+    from sphinx_results import table_nodes
 
-    def table(header: Sequence[str], rows: Sequence[Sequence[Any]], classes: List[str]) -> Any:
-        built = nodes.table(classes=classes)
-        group = nodes.tgroup(cols=len(header))
-        built += group
-        for _ in header:
-            group += nodes.colspec(colwidth=1)
-        head = nodes.thead()
-        group += head
-        body = nodes.tbody()
-        group += body
-        for part, lines in ((head, [header]), (body, rows)):
-            for line in lines:
-                row = nodes.row()
-                for cell in line:
-                    entry = nodes.entry()
-                    entry += cell if isinstance(cell, nodes.Node) else nodes.paragraph(text=cell)
-                    row += entry
-                part += row
-        return built
+    def table(header: List[str], rows: List[List[Any]], classes: List[str]) -> Any:
+        return table_nodes(results.Table(header, rows), classes)[0]
 
     class _DataDirective(SphinxDirective):
         def data(self) -> Dict[str, Any]:

@@ -30,7 +30,7 @@ import json
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 RESULTS = REPOSITORY / "benchmarks" / "results"
@@ -184,6 +184,19 @@ def source_note(document: Dict[str, Any]) -> str:
 # -- tables ------------------------------------------------------------------------------------
 
 
+def _moves(case: Dict[str, Any]) -> bool:
+    """An offload case that moved a model (not one of the run's ceilings)."""
+    return "strategy" in case["parameters"]
+
+
+def _limits(case: Dict[str, Any]) -> bool:
+    return not _moves(case)
+
+
+def _every(case: Dict[str, Any]) -> bool:
+    return True
+
+
 @dataclass
 class Table:
     """Header, rows and the notes printed below: what the README and the docs both show."""
@@ -211,7 +224,7 @@ def case_table(
     measures: Sequence[str],
     *,
     headline: bool = False,
-    where: Callable[[Dict[str, Any]], bool] = lambda case: True,
+    where: Callable[[Dict[str, Any]], bool] = _every,
     notes: bool = True,
 ) -> Table:
     """A row per configuration (cases sharing a label), a column per measure.
@@ -279,53 +292,33 @@ HEAP = ["first_kept_after_trim", "kept_after_trim", "first_trim_s", "trim_s", "b
 HEAP += ["warm_burst_s"]
 
 
-def _moves(case: Dict[str, Any]) -> bool:
-    """An offload case that moved a model (not one of the run's ceilings)."""
-    return "strategy" in case["parameters"]
-
-
-def _limits(case: Dict[str, Any]) -> bool:
-    return not _moves(case)
-
-
-Maker = Callable[[Path], Table]
-TABLES: Dict[str, Maker] = {
-    "offload-memory": lambda r: case_table(
-        result_file("offload_headline", r), MEMORY, headline=True, where=_moves
-    ),
-    "offload-speed": lambda r: case_table(
-        result_file("offload_headline_timing", r), SPEED, where=_moves
-    ),
-    "host-heap": lambda r: case_table(result_file("host_heap", r), HEAP, headline=True),
-    "build-speed": lambda r: case_table(
-        result_file("build_speed", r), ["seconds", "ratio_to_plain_read", "target_ratio"]
-    ),
+# Each named table: (result file, measures, headline cases only, which cases).
+LIMITS = ["ceiling_GBps", "bandwidth_GBps", "fault_in_GBps", "chunked_copy_fresh_GBps"]
+LIMITS += ["chunked_copy_prefaulted_GBps", "limit_4_GBps"]
+EVERY_MOVE = MEMORY + ["largest_tensor_bytes", "host_after_minus_W_MiB", "seconds"]
+BUILD = ["seconds", "ratio_to_plain_read", "target_ratio"]
+TABLES: Dict[str, Tuple[str, List[str], bool, Callable[[Dict[str, Any]], bool]]] = {
+    "offload-memory": ("offload_headline", MEMORY, True, _moves),
+    "offload-speed": ("offload_headline_timing", SPEED, False, _moves),
+    "host-heap": ("host_heap", HEAP, True, _every),
+    "build-speed": ("build_speed", BUILD, False, _every),
     # Only on the docs' benchmarks page:
-    "offload-memory-every-case": lambda r: case_table(
-        result_file("offload_headline", r),
-        MEMORY + ["largest_tensor_bytes", "host_after_minus_W_MiB", "seconds"],
-        where=_moves,
+    "offload-memory-every-case": ("offload_headline", EVERY_MOVE, False, _moves),
+    "offload-limits": ("offload_headline_timing", LIMITS, False, _limits),
+    "offload-3gib-memory": ("offload_3gib", MEMORY + ["overshoot_over_largest_MiB"], False, _moves),
+    "offload-3gib-speed": ("offload_3gib_timing", SPEED[:2], False, _moves),
+    "host-heap-every-case": ("host_heap", HEAP + ["thread_arena_top_bytes"], False, _every),
+    "host-heap-trim-threshold": (
+        "host_heap_trim_threshold",
+        HEAP + ["thread_arena_top_bytes"],
+        False,
+        _every,
     ),
-    "offload-limits": lambda r: case_table(
-        result_file("offload_headline_timing", r),
-        ["ceiling_GBps", "bandwidth_GBps", "fault_in_GBps", "chunked_copy_fresh_GBps"]
-        + ["chunked_copy_prefaulted_GBps", "limit_4_GBps"],
-        where=_limits,
-    ),
-    "offload-3gib-memory": lambda r: case_table(
-        result_file("offload_3gib", r), MEMORY + ["overshoot_over_largest_MiB"], where=_moves
-    ),
-    "offload-3gib-speed": lambda r: case_table(
-        result_file("offload_3gib_timing", r), ["GBps", "fraction_of_copy_ceiling"], where=_moves
-    ),
-    "host-heap-every-case": lambda r: case_table(
-        result_file("host_heap", r), HEAP + ["thread_arena_top_bytes"]
-    ),
-    "host-heap-trim-threshold": lambda r: case_table(
-        result_file("host_heap_trim_threshold", r), HEAP + ["thread_arena_top_bytes"]
-    ),
-    "host-heap-steady-loop": lambda r: case_table(
-        result_file("host_heap_steady_loop", r), ["dynamic_s", "fixed_s", "ratio"]
+    "host-heap-steady-loop": (
+        "host_heap_steady_loop",
+        ["dynamic_s", "fixed_s", "ratio"],
+        False,
+        _every,
     ),
 }
 
@@ -334,7 +327,8 @@ def table(name: str, results: Path = RESULTS) -> Table:
     """The named table; :class:`ResultError` naming the known ones otherwise."""
     if name not in TABLES:
         raise ResultError(f"no table {name!r}; known: {', '.join(TABLES)}")
-    return TABLES[name](results)
+    stem, measures, headline, where = TABLES[name]
+    return case_table(result_file(stem, results), measures, headline=headline, where=where)
 
 
 # -- plots -------------------------------------------------------------------------------------
@@ -402,9 +396,7 @@ def plot_timelines(document: Dict[str, Any]) -> Any:
 
 PLOTS: Dict[str, Callable[[Path], Any]] = {
     "offload-speed": lambda r: bar_plot(result_file("offload_headline_timing", r), "GBps"),
-    "host-heap": lambda r: bar_plot(
-        result_file("host_heap", r), "kept_after_trim", where=lambda case: True
-    ),
+    "host-heap": lambda r: bar_plot(result_file("host_heap", r), "kept_after_trim", where=_every),
 }
 
 

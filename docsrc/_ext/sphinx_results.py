@@ -39,9 +39,10 @@ def paragraph(text: str) -> nodes.paragraph:
     return node
 
 
-def table_nodes(table: results.Table) -> List[nodes.Node]:
-    """A :class:`results.Table` as a docutils table, then its notes."""
-    node = nodes.table(classes=["benchmark-table"])
+def table_nodes(table: results.Table, classes: Sequence[str] = ("benchmark-table",)) -> List[Any]:
+    """A :class:`results.Table` as a docutils table, then its notes; a cell is text (as
+    :func:`paragraph` reads it) or a node."""
+    node = nodes.table(classes=list(classes))
     group = nodes.tgroup(cols=len(table.header))
     node += group
     group.extend(nodes.colspec(colwidth=1) for _ in table.header)
@@ -49,8 +50,9 @@ def table_nodes(table: results.Table) -> List[nodes.Node]:
         group += part
         for cells in rows:
             row = nodes.row()
-            for index, text in enumerate(cells):
-                row += nodes.entry("", paragraph(text), classes=["numeric"] if index else [])
+            for index, cell in enumerate(cells):
+                shown = cell if isinstance(cell, nodes.Node) else paragraph(cell)
+                row += nodes.entry("", shown, classes=["numeric"] if index else [])
             part += row
     return [node, *(paragraph(note) for note in table.notes)]
 
