@@ -119,7 +119,8 @@ def source_revision() -> Dict[str, Any]:
     return {"revision": "unknown", "dirty": None}
 
 
-def _read(path: str) -> Optional[str]:
+def read_text(path: Any) -> Optional[str]:
+    """A small file of ``/proc`` or ``/sys``, stripped; ``None`` where it cannot be read."""
     try:
         return Path(path).read_text(encoding="utf-8", errors="replace").strip()
     except OSError:
@@ -133,8 +134,9 @@ def _first_field(text: Optional[str], key: str) -> Optional[str]:
     return None
 
 
-def _mem_total_bytes() -> Optional[int]:
-    value = _first_field(_read("/proc/meminfo"), "MemTotal")
+def meminfo_bytes(key: str) -> Optional[int]:
+    """A figure of ``/proc/meminfo`` (``MemTotal``, ``MemAvailable``), in bytes."""
+    value = _first_field(read_text("/proc/meminfo"), key)
     return int(value.split()[0]) * 1024 if value else None
 
 
@@ -176,7 +178,7 @@ def _device_count() -> Optional[int]:
 
 def host_record() -> Dict[str, Any]:
     """The machine and software a figure was measured on (``provenance.host``)."""
-    cpu_info = _read("/proc/cpuinfo")
+    cpu_info = read_text("/proc/cpuinfo")
     return {
         "kernel": platform.release(),
         **_torch_record(),
@@ -187,8 +189,8 @@ def host_record() -> Dict[str, Any]:
         "glibc": platform.libc_ver()[1] or None,
         "cpu": _first_field(cpu_info, "model name") or platform.processor() or None,
         "cpus": os.cpu_count(),
-        "mem_total_bytes": _mem_total_bytes(),
-        "transparent_hugepage": _read("/sys/kernel/mm/transparent_hugepage/enabled"),
+        "mem_total_bytes": meminfo_bytes("MemTotal"),
+        "transparent_hugepage": read_text("/sys/kernel/mm/transparent_hugepage/enabled"),
         "numa_nodes": len(list(Path("/sys/devices/system/node").glob("node[0-9]*"))) or None,
     }
 

@@ -10,8 +10,8 @@ offload speed its memory allows the strategy (a model: a chunk that stays in the
 costs less, and a CPU write that reads its line first costs more).
 
 The runners run them by name and write their labels and descriptions into each result file,
-so that the tables and plots need nothing from here; a new strategy is one entry in :data:`OFFLOAD_STRATEGIES` (or
-:data:`HOST_HEAP_CASES`). Importing this module imports neither torch nor the overlay: a
+so that the tables and plots need nothing from here; a new strategy is one entry in
+:data:`OFFLOAD_STRATEGIES` (or :data:`HOST_HEAP_CASES`). Importing this module imports neither torch nor the overlay: a
 strategy's ``prepare`` does, in the process of the case it runs.
 """
 
@@ -123,24 +123,6 @@ OFFLOAD_STRATEGIES: Tuple[OffloadStrategy, ...] = (
         _fork(fast_path=False),
     ),
     OffloadStrategy(
-        "fork-step-0",
-        "fork, step 0",
-        "the fork, the CUDA cache released before every tensor",
-        _fork(step=0),
-    ),
-    OffloadStrategy(
-        "fork-step-64MiB",
-        "fork, 64 MiB step",
-        "the fork, the CUDA cache released every 64 MiB",
-        _fork(step=64 * MiB),
-    ),
-    OffloadStrategy(
-        "fork-step-256MiB",
-        "fork, 256 MiB step",
-        "the fork, the CUDA cache released every 256 MiB",
-        _fork(step=256 * MiB),
-    ),
-    OffloadStrategy(
         "fork-lock-fails",
         "fork, page-locking refused",
         "the fork where every `cudaHostRegister` fails (it falls back to `tensor.to`)",
@@ -163,17 +145,6 @@ OFFLOAD_STRATEGIES: Tuple[OffloadStrategy, ...] = (
 )
 
 OFFLOAD_BY_NAME: Dict[str, OffloadStrategy] = {s.name: s for s in OFFLOAD_STRATEGIES}
-
-
-def offload_strategy(name: str) -> OffloadStrategy:
-    """The strategy of that name; ``SystemExit`` naming the known ones otherwise."""
-    try:
-        return OFFLOAD_BY_NAME[name]
-    except KeyError:
-        raise SystemExit(
-            f"unknown offload strategy {name!r}; known: {', '.join(OFFLOAD_BY_NAME)} "
-            "(add one to benchmarks/strategies.py)"
-        ) from None
 
 
 def disable_huge_pages_for_this_process() -> None:

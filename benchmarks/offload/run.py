@@ -7,24 +7,21 @@ sampler thread every millisecond. The overshoot is the peak of that sum above it
 the start; with the model on the GPU at the start, upstream's ``module.to("cpu")`` overshoots
 by about the model size W.
 
-Strategies are named in ``benchmarks/strategies.py`` (``OFFLOAD_STRATEGIES``: ``upstream``,
-``step-1GiB-plain``, ``fork``, ``fork-plain``, the other release steps, THP off and
-page-locking refused); a new one is an entry there. Plans are named
-lists of cases (:data:`PLANS`): ``headline`` (the README's and the docs' figures: every shape,
-the fork against ``module.to`` and the 1 GiB step side by side), ``steps`` (the release
-steps), ``shapes`` (every shape, probed and timed), ``two-gpus`` (a model on two GPUs).
+Strategies are named in ``benchmarks/strategies.py`` (``OFFLOAD_STRATEGIES``); a new one
+is an entry there. Plans are named lists of cases (:data:`PLANS`): ``headline`` (the README's
+and the docs' figures) and ``shapes`` (every shape, probed and timed).
 
 Tensor mixes:
 
 * ``llm``: an LLM-like fp16 model, untied 0.98 GiB embedding and output matrix;
 * ``small``: one 1 GiB tensor, then fp16 tensors of 2-6 MiB with a 100 MiB one every 40;
 * ``fp32-64MiB``: fp32 layers of 64 MiB each;
+* ``one-large``: one tensor of two thirds of the model, then 32 MiB ones;
 * ``llama-untied``, ``llama-tied``: transformers ``LlamaForCausalLM`` of the 8B class (hidden
   4096, 14336 MLP, 8 KV heads, 128256 tokens), as many layers as the size allows, built as
   users build it: initialised in fp32 on the GPU, then ``.to(torch.bfloat16)``;
 * ``qwen2``: transformers ``Qwen2ForCausalLM`` of the 32B class (hidden 5120, 27648 MLP),
-  built the same way;
-* ``llm-2gpu``: ``llm`` with every other layer on a second GPU.
+  built the same way.
 
 Each case also reads the CUDA caching allocator's segments before the move
 (``torch.cuda.memory_snapshot()``): ``largest_segment_live_bytes`` is the most memory of
@@ -44,7 +41,6 @@ Usage (on a machine with a GPU; each case runs in a process of its own)::
 
     python -m benchmarks run offload --plan headline --out offload_headline.json \
         --timing-out offload_headline_timing.json
-    python -m benchmarks run offload --plan steps --sizes 3 --out offload_steps.json
 """
 
 from __future__ import annotations
@@ -80,12 +76,6 @@ class PlanCase:
     timed: int = 1
 
 
-def _every(size_gib: int, mix: str, names: List[str]) -> List[PlanCase]:
-    return [PlanCase(size_gib, mix, name) for name in names]
-
-
-# The release steps compared at two sizes, each beside upstream's move.
-STEPS = ["upstream", "step-1GiB-plain", "fork-plain", "fork", "fork-step-0", "fork-step-64MiB"]
 # The other shapes of the fork, and its variants at 8 GiB.
 SHAPES = [(24, "llm"), (64, "llm"), (24, "small"), (60, "small"), (24, "fp32-64MiB")]
 SHAPES += [(15, "llama-untied"), (14, "llama-tied"), (61, "qwen2")]
@@ -110,13 +100,8 @@ PLANS: Dict[str, List[PlanCase]] = {
         PlanCase(61, "qwen2", "fork", probed=False),
         PlanCase(60, "small", "fork", probed=False),
     ],
-    "steps": [
-        *_every(3, "llm", STEPS + ["fork-step-256MiB"]),
-        *_every(3, "one-large", ["upstream", "fork-plain", "fork"]),
-        *_every(24, "llm", STEPS),
-    ],
-    "shapes": [PlanCase(size, mix, "fork") for size, mix in SHAPES] + _every(8, "llm", VARIANTS),
-    "two-gpus": _every(24, "llm-2gpu", ["fork", "fork-plain"]),
+    "shapes": [PlanCase(size, mix, "fork") for size, mix in SHAPES]
+    + [PlanCase(8, "llm", name) for name in VARIANTS],
 }
 
 
@@ -161,15 +146,12 @@ def build_model(size_gib: int, mix: str) -> Any:
     total = size_gib * GiB
     module = torch.nn.Module()
     hidden = 4096
-    devices = [torch.device("cuda", 0)]
-    if mix == "llm-2gpu":
-        devices.append(torch.device("cuda", 1))
 
-    def add(name: str, *shape: int, dtype: Any = torch.float16, device: int = 0) -> None:
-        weight = torch.randn(*shape, dtype=dtype, device=devices[device])
+    def add(name: str, *shape: int, dtype: Any = torch.float16) -> None:
+        weight = torch.randn(*shape, dtype=dtype, device="cuda")
         module.register_parameter(name, torch.nn.Parameter(weight))
 
-    if mix in ("llm", "llm-2gpu"):
+    if mix == "llm":
         vocab = 32000 if size_gib < 8 else 128256
         add("embed", vocab, hidden)
         add("lm_head", vocab, hidden)
@@ -189,7 +171,7 @@ def build_model(size_gib: int, mix: str) -> Any:
         layer = 0
         while used + layer_bytes <= total:
             for name, shape in layer_shapes.items():
-                add(f"l{layer}_{name}", *shape, device=layer % len(devices))
+                add(f"l{layer}_{name}", *shape)
             used += layer_bytes
             layer += 1
     elif mix == "one-large":
@@ -268,7 +250,7 @@ def run_case(size_gib: int, mix: str, strategy: str, probes: bool = True) -> Dic
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    chosen = strategies.offload_strategy(strategy)
+    chosen = strategies.OFFLOAD_BY_NAME[strategy]
     if chosen.thp_never:
         strategies.disable_huge_pages_for_this_process()
     overlay = load_overlay()
@@ -636,63 +618,44 @@ def _ceiling_case(case_id: str, label: str, ceiling: Dict[str, Any]) -> Dict[str
     return harness.case(case_id, label, figures, parameters=parameters, series=series)
 
 
+def _move_case(raw: Dict[str, Any]) -> Dict[str, Any]:
+    """One moved model's case, labelled from the strategies' registry."""
+    size, mix, name = raw["size_gib"], raw["mix"], raw["strategy"]
+    repeat = f"-r{raw['repeat']}" if raw.get("repeat") else ""
+    strategy = strategies.OFFLOAD_BY_NAME[name]
+    label = f"{size} GiB {mix}, {strategy.label} (`{name}`)"
+    figures = {k: v for k, v in raw.items() if k not in PARAMETERS}
+    parameters = {k: raw[k] for k in PARAMETERS if k in raw}
+    case_id = f"{size}gib-{mix}-{name}{repeat}"
+    return harness.case(case_id, label, figures, headline=strategy.headline, parameters=parameters)
+
+
 def offload_result(
     record: Dict[str, Any],
     cases: List[Dict[str, Any]],
     ceiling: Dict[str, Any],
-    limit: Optional[Dict[str, Any]],
+    limit: Dict[str, Any],
     settings: Dict[str, Any],
 ) -> Dict[str, Any]:
-    """The result file of one run's probed (or timed) cases, with the run's ceilings as cases
-    of their own (``parameters.kind``), labels and descriptions from the strategies' registry."""
-    probed = any(case.get("probes", True) for case in cases)
-    entries = []
-    for raw in cases:
-        size, mix, name = raw["size_gib"], raw["mix"], raw["strategy"]
-        case_id = f"{size}gib-{mix}-{name}" + (f"-r{raw['repeat']}" if raw.get("repeat") else "")
-        figures = {key: value for key, value in raw.items() if key not in PARAMETERS}
-        parameters = {key: raw[key] for key in PARAMETERS if key in raw}
-        label = f"{size} GiB {mix}, {strategies.OFFLOAD_BY_NAME[name].label} (`{name}`)"
-        headline = strategies.OFFLOAD_BY_NAME[name].headline
-        entries.append(
-            harness.case(case_id, label, figures, headline=headline, parameters=parameters)
-        )
+    """The result file of one run's probed (or timed) cases, with the run's ceilings and the
+    host's limit as cases of their own (``parameters.kind``)."""
+    entries = [_move_case(raw) for raw in cases]
     entries.append(_ceiling_case("copy-ceiling", "copy ceiling, before the cases", ceiling))
     if "after_cases" in ceiling:
-        entries.append(
-            _ceiling_case(
-                "copy-ceiling-after", "copy ceiling, after the cases", ceiling["after_cases"]
-            )
-        )
-    if limit:
-        figures = {
-            key: value
-            for key, value in limit.items()
-            if key.endswith("_GBps") and key != "limit_GBps"
-        }
-        figures.update(
-            {f"limit_{count}_GBps": value for count, value in limit["limit_GBps"].items()}
-        )
-        entries.append(
-            harness.case(
-                "host-limit",
-                "the host's limit",
-                figures,
-                parameters={"kind": "limit", "threads": limit["threads"]},
-            )
-        )
+        after = ceiling["after_cases"]
+        entries.append(_ceiling_case("copy-ceiling-after", "copy ceiling, after the cases", after))
+    figures = {k: v for k, v in limit.items() if k.endswith("_GBps") and k != "limit_GBps"}
+    for count, value in limit["limit_GBps"].items():
+        figures[f"limit_{count}_GBps"] = value
+    parameters = {"kind": "limit", "threads": limit["threads"]}
+    entries.append(harness.case("host-limit", "the host's limit", figures, parameters=parameters))
     used = dict.fromkeys(raw["strategy"] for raw in cases)
-    notes = [
-        "Strategies: "
-        + "; ".join(f"`{name}`: {strategies.OFFLOAD_BY_NAME[name].description}" for name in used)
-        + ".",
-        "Cases that share a label are timed repeats of one configuration.",
-    ]
-    what = (
-        "host + GPU memory held during the move (memory probes on)"
-        if probed
-        else "speed of the move (no memory probes)"
-    )
+    described = (f"`{n}`: {strategies.OFFLOAD_BY_NAME[n].description}" for n in used)
+    notes = ["Strategies: " + "; ".join(described) + "."]
+    notes.append("Cases that share a label are timed repeats of one configuration.")
+    probed = any(case.get("probes", True) for case in cases)
+    what = "host + GPU memory held during the move (memory probes on)"
+    what = what if probed else "speed of the move (no memory probes)"
     title = f"Offloading a model from the GPU to the CPU: {what}, per model and strategy"
     return harness.result(
         "offload", title, record, MEASURES, entries, notes=notes, settings=settings
@@ -742,37 +705,17 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks run offload", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("--case", help=argparse.SUPPRESS)
-    parser.add_argument(
-        "--plan", choices=list(PLANS), default="headline", help="named list of cases to run"
-    )
-    parser.add_argument("--sizes", type=int, nargs="*", help="model sizes (GiB) to run")
-    parser.add_argument("--mixes", nargs="*", help="tensor mixes to run")
-    parser.add_argument(
-        "--strategies",
-        nargs="*",
-        choices=list(strategies.OFFLOAD_BY_NAME),
-        help="strategies to run (benchmarks/strategies.py)",
-    )
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON file to write")
-    parser.add_argument(
-        "--no-probes", action="store_true", help="measure time only, without the memory probes"
-    )
-    parser.add_argument(
-        "--timing-out",
-        type=Path,
-        help="also run every case without probes and write those cases to this file",
-    )
-    parser.add_argument(
-        "--repeats",
-        type=int,
-        help="timed runs of every case, side by side (default: as the plan says)",
-    )
-    parser.add_argument(
-        "--probe-strategies",
-        nargs="*",
-        help="with --timing-out: probe only these strategies (default: every one)",
-    )
+    add = parser.add_argument
+    add("--case", help=argparse.SUPPRESS)
+    add("--plan", choices=list(PLANS), default="headline", help="named list of cases to run")
+    add("--sizes", type=int, nargs="*", help="model sizes (GiB) to run")
+    add("--mixes", nargs="*", help="tensor mixes to run")
+    add("--strategies", nargs="*", choices=list(strategies.OFFLOAD_BY_NAME))
+    add("--out", type=Path, default=DEFAULT_OUT, help="JSON file to write")
+    add("--no-probes", action="store_true", help="time only, without the memory probes")
+    add("--timing-out", type=Path, help="also time every case unprobed, into this file")
+    add("--repeats", type=int, help="timed runs of every case (default: the plan's)")
+    add("--probe-strategies", nargs="*", help="with --timing-out: probe only these")
     return parser.parse_args(argv)
 
 
@@ -791,14 +734,8 @@ def run(argv: Optional[List[str]] = None) -> int:
     ceiling = copy_ceiling()
     print(f"CPU-copy ceiling: {ceiling['GBps']:.2f} GB/s (median {ceiling['median_GBps']:.2f})")
     limit = host_limit()
-    print(
-        "host limit: "
-        + ", ".join(
-            f"{key} {value:.1f}" for key, value in limit.items() if isinstance(value, float)
-        )
-        + f"; per traffic count {limit['limit_GBps']}",
-        flush=True,
-    )
+    figures = [f"{k} {v:.1f}" for k, v in limit.items() if isinstance(v, float)]
+    print(f"host limit: {', '.join(figures)}; per traffic count {limit['limit_GBps']}")
     probed: List[Dict[str, Any]] = []
     timed: List[Dict[str, Any]] = []
     timing_out = args.timing_out or args.out
@@ -819,14 +756,9 @@ def run(argv: Optional[List[str]] = None) -> int:
             case["repeat"] = repeat
             add_fractions(case, ceiling, limit)
             (probed if probes else timed).append(case)
-            print(
-                f"{size:>3} GiB {mix:>12} {strategy:>20} {'probed' if probes else 'timed':>6}:"
-                f" overshoot {case['overshoot_W']:.3f} W"
-                f" ({case['overshoot_over_floor_MiB']:+.0f} MiB over the floor),"
-                f" {case['GBps']:.2f} GB/s = {case['fraction_of_copy_ceiling']:.2f} x ceiling"
-                f" = {case['fraction_of_host_limit']:.2f} x host limit",
-                flush=True,
-            )
+            kind = "probed" if probes else "timed"
+            print(f"{size} GiB {mix} {strategy} {kind}: {case['overshoot_W']:.3f} W,", end=" ")
+            print(f"{case['GBps']:.2f} GB/s", flush=True)
             save()
     ceiling["after_cases"] = copy_ceiling()
     save()

@@ -66,7 +66,7 @@ def test_measuring_never_imports_the_presenter() -> None:
 
 @pytest.mark.parametrize("plan", list(run.PLANS))
 def test_every_plan_names_known_strategies_and_mixes(plan: str) -> None:
-    known_mixes = {"llm", "llm-2gpu", "one-large", "small", "fp32-64MiB", *run.TRANSFORMERS_MIXES}
+    known_mixes = {"llm", "one-large", "small", "fp32-64MiB", *run.TRANSFORMERS_MIXES}
     for case in run.PLANS[plan]:
         assert case.strategy in strategies.OFFLOAD_BY_NAME, f"{plan}: {case.strategy}"
         assert case.mix in known_mixes, f"{plan}: {case.mix}"
@@ -123,8 +123,8 @@ def test_an_offload_run_describes_itself(tmp_path: Path) -> None:
 
 def test_a_host_heap_run_is_a_case_per_setting_and_size(tmp_path: Path) -> None:
     runs = [
-        {"case": name, "burst_gib": 1.0, "burst_bytes": 100, "repeat": repeat}
-        | dict.fromkeys(host_heap.SUMMARY_KEYS, float(repeat))
+        dict.fromkeys(host_heap.MEASURES, float(repeat))
+        | {"case": name, "burst_gib": 1.0, "burst_bytes": 100, "repeat": repeat}
         for name in ("upstream", "fork")
         for repeat in range(3)
     ]
