@@ -95,7 +95,7 @@ def _release_repository(folder: Path) -> Path:
     return repo
 
 
-def time_side_by_side(repeat: int) -> Dict[str, Any]:
+def time_side_by_side(repeat: int) -> List[Dict[str, Any]]:
     """plain read, one wheel, verify: alternated, ``repeat`` runs each."""
     lock = load_lock()
     request = BaseRequest(DEFAULT_RELEASE)
@@ -126,17 +126,18 @@ def time_side_by_side(repeat: int) -> Dict[str, Any]:
             )
             assert verification[0].verified, verification[0].verdict
     floor = _median(runs["plain_read"])
-    figures: Dict[str, Any] = {
-        "base_wheel": base.filename,
-        "base_mib": round(path.stat().st_size / 2**20, 1),
-    }
+    cases = []
     for name, times in runs.items():
-        figures[name] = {"runs_s": [round(t, 4) for t in times], "median_s": _median(times)}
-        if name != "plain_read":
-            figures[name]["ratio_to_plain_read"] = round(_median(times) / floor, 2)
-    figures["one_wheel"]["target_ratio"], figures["verify"]["target_ratio"] = 1.5, 2.0
-    figures["verify"]["what"] = "verify_file of the released wheel, rebuilt in process"
-    return figures
+        figures: Dict[str, Any] = {"seconds": _median(times)}
+        if name == "plain_read":
+            figures["base_mib"] = round(path.stat().st_size / 2**20, 1)
+        else:
+            figures["ratio_to_plain_read"] = round(_median(times) / floor, 2)
+            figures["target_ratio"] = TARGET_RATIOS[name]
+        runs_s = [round(t, 4) for t in times]
+        cases.append(step(name, figures, series={"runs_s": runs_s}))
+    cases[0]["parameters"]["base_wheel"] = base.filename
+    return cases
 
 
 def time_matrix() -> Dict[str, Any]:
@@ -151,22 +152,19 @@ def time_matrix() -> Dict[str, Any]:
         )
         total = round(time.perf_counter() - start, 2)
     built = [e for e in entries if e.error is None]
-    return {
-        "command": "build_matrix (python tools/patched_wheel matrix), bases cached",
-        "wheels": len(built),
-        "failed": len(entries) - len(built),
-        "seconds": total,
-        "target_s": 15,
-        "target_wheels": 75,
-        "build_s_per_wheel": round(total / max(1, len(built)), 3),
-    }
+    figures = {"wheels": len(built), "failed": len(entries) - len(built), "seconds": total}
+    figures.update(target_s=15, target_wheels=75)
+    figures["build_s_per_wheel"] = round(total / max(1, len(built)), 3)
+    command = "build_matrix (python tools/patched_wheel matrix), bases cached"
+    return step("matrix", figures, command=command)
 
 
-def time_command(command: List[str], what: str) -> Dict[str, Any]:
+def time_command(name: str, command: List[str], what: str) -> Dict[str, Any]:
     start = time.perf_counter()
     completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     seconds = round(time.perf_counter() - start, 2)
-    return {"command": what, "seconds": seconds, "exit_status": completed.returncode}
+    figures = {"seconds": seconds, "exit_status": completed.returncode}
+    return step(name, figures, command=what)
 
 
 MEASURES = harness.measures("""
@@ -182,7 +180,7 @@ build_s_per_wheel | a wheel | s | time per wheel
 exit_status | exit status |  | the command's
 base_mib | base size | MiB | the base wheel's size
 """)
-# Each step of the run: its label, and the name of its figures in the run.
+# Each step of the run, by name: its label.
 STEPS = {
     "plain_read": "plain read of the base: zipfile, every member read and hashed",
     "one_wheel": "one patched wheel from that base, cached",
@@ -191,27 +189,15 @@ STEPS = {
     "pip_wheel": "`pip wheel . --no-deps -w DIR`, base cached (pip's isolated build included)",
     "test_command": "the README's test command, `python -m pytest`",
 }
+TARGET_RATIOS = {"one_wheel": 1.5, "verify": 2.0}
 
 
-def build_speed_result(record: Dict[str, Any], figures: Dict[str, Any]) -> Dict[str, Any]:
-    """A case per step; repeated steps keep their runs as series."""
-    cases = []
-    for name, label in STEPS.items():
-        if name not in figures:
-            continue
-        step = dict(figures[name])
-        parameters = {key: step.pop(key) for key in ("command", "what") if key in step}
-        series = {"runs_s": step.pop("runs_s")} if "runs_s" in step else {}
-        if "median_s" in step:
-            step["seconds"] = step.pop("median_s")
-        if name == "plain_read":
-            parameters["base_wheel"] = figures["base_wheel"]
-            step["base_mib"] = figures["base_mib"]
-        case_id = name.replace("_", "-")
-        entry = harness.case(case_id, label, step, headline=True, parameters=parameters)
-        cases.append({**entry, "series": series} if series else entry)
-    title = "Time of building patched wheels, against a plain read of the base wheel"
-    return harness.result("build-speed", title, record, MEASURES, cases)
+def step(name: str, figures: Dict[str, Any], series: Any = None, **parameters: Any) -> Any:
+    """One step's case of the result file."""
+    label, case_id = STEPS[name], name.replace("_", "-")
+    return harness.case(
+        case_id, label, figures, headline=True, parameters=parameters, series=series
+    )
 
 
 def run(argv: Optional[Sequence[str]] = None) -> int:
@@ -224,18 +210,18 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--with-tests", action="store_true", help="also time python -m pytest")
     args = parser.parse_args(argv)
     record = harness.provenance()
-    figures = time_side_by_side(args.repeat)
+    cases = time_side_by_side(args.repeat)
     with tempfile.TemporaryDirectory() as out:
         pip = [sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "-q", "-w", out]
-        figures["pip_wheel"] = time_command(pip, "pip wheel . --no-deps -w <tmp>")
+        cases.append(time_command("pip_wheel", pip, "pip wheel . --no-deps -w <tmp>"))
     if not args.skip_matrix:
-        figures["matrix"] = time_matrix()
+        cases.append(time_matrix())
     if args.with_tests:
-        figures["test_command"] = time_command(
-            [sys.executable, "-m", "pytest", "-q"], "python -m pytest"
-        )
-        figures["test_command"]["target_s"] = 90
-    document = build_speed_result(record, figures)
+        pytest = [sys.executable, "-m", "pytest", "-q"]
+        cases.append(time_command("test_command", pytest, "python -m pytest"))
+        cases[-1]["figures"]["target_s"] = 90
+    title = "Time of building patched wheels, against a plain read of the base wheel"
+    document = harness.result("build-speed", title, record, MEASURES, cases)
     for entry in document["cases"]:
         print(f"{entry['label'][:60]:<60} {entry['figures']['seconds']:8.3f} s")
     harness.save_result(RESULTS, document)

@@ -533,18 +533,15 @@ def host_limit(repeats: int = 3) -> Dict[str, Any]:
     return figures
 
 
-def add_fractions(
-    case: Dict[str, Any], ceiling: Dict[str, Any], limit: Optional[Dict[str, Any]]
-) -> None:
+def add_fractions(case: Dict[str, Any], ceiling: Dict[str, Any], limit: Dict[str, Any]) -> None:
     """The case's GB/s as a fraction of the same run's CPU-copy ceiling (best and median) and
     of the host's limit for its strategy's traffic (:func:`host_limit`)."""
     case["fraction_of_copy_ceiling"] = case["GBps"] / ceiling["GBps"]
     case["fraction_of_median_copy_ceiling"] = case["GBps"] / ceiling["median_GBps"]
-    if limit is not None:
-        traffic = strategies.offload_strategy(case["strategy"]).traffic
-        case["traffic_bytes_per_byte"] = traffic
-        case["host_limit_GBps"] = limit["limit_GBps"][str(traffic)]
-        case["fraction_of_host_limit"] = case["GBps"] / case["host_limit_GBps"]
+    traffic = strategies.OFFLOAD_BY_NAME[case["strategy"]].traffic
+    case["traffic_bytes_per_byte"] = traffic
+    case["host_limit_GBps"] = limit["limit_GBps"][str(traffic)]
+    case["fraction_of_host_limit"] = case["GBps"] / case["host_limit_GBps"]
 
 
 # What each figure of a case or of the run's ceilings is (the result file carries it).

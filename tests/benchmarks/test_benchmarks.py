@@ -135,13 +135,10 @@ def test_a_host_heap_run_is_a_case_per_setting_and_size(tmp_path: Path) -> None:
 
 
 def test_build_speed_steps_keep_their_runs(tmp_path: Path) -> None:
-    figures = {
-        "base_wheel": "x.whl",
-        "base_mib": 4.0,
-        "plain_read": {"runs_s": [0.1, 0.2], "median_s": 0.15},
-        "pip_wheel": {"command": "pip wheel", "seconds": 3.0, "exit_status": 0},
-    }
-    document = _loaded(tmp_path, build_speed.build_speed_result(RECORD, figures))
+    plain = build_speed.step("plain_read", {"seconds": 0.15}, series={"runs_s": [0.1, 0.2]})
+    pip = build_speed.step("pip_wheel", {"seconds": 3.0, "exit_status": 0}, command="pip wheel")
+    made = harness.result("build-speed", "t", RECORD, build_speed.MEASURES, [plain, pip])
+    document = _loaded(tmp_path, made)
     plain = results.case(document, "plain-read")
     assert plain["figures"]["seconds"] == 0.15 and plain["series"] == {"runs_s": [0.1, 0.2]}
     assert results.case(document, "pip-wheel")["parameters"] == {"command": "pip wheel"}
