@@ -1,6 +1,6 @@
 """How long the patched-wheel tool takes, against a plain read of the base, side by side.
 
-Usage (from the repository root, which makes the tool importable as ``tools.patched_wheel``)::
+Usage, from the repository root::
 
     python -m benchmarks run build-speed [--repeat 7] [--skip-matrix] [--with-tests]
 
@@ -36,10 +36,9 @@ import tempfile
 import time
 import zipfile
 from pathlib import Path
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from benchmarks import harness
-from tools.patched_wheel.config import (
+from patched_wheel.config import (
     DEFAULT_CACHE_DIR,
     DEFAULT_RELEASE,
     DISTRIBUTIONS,
@@ -50,11 +49,13 @@ from tools.patched_wheel.config import (
     BaseChoice,
     BaseRequest,
 )
-from tools.patched_wheel.lock import load_lock, open_base
-from tools.patched_wheel.matrix import build_matrix, requests_for
-from tools.patched_wheel.patch import build_patched_wheel
-from tools.patched_wheel.splice import _calls as call_sites_cache
-from tools.patched_wheel.verify import verify_file
+from patched_wheel.lock import load_lock, open_base
+from patched_wheel.matrix import build_matrix, requests_for
+from patched_wheel.patch import build_patched_wheel
+from patched_wheel.splice import _calls as call_sites_cache
+from patched_wheel.verify import verify_file
+
+from benchmarks import harness
 
 ROOT = harness.REPOSITORY
 RESULTS = harness.RESULTS / "build_speed.json"
@@ -94,28 +95,28 @@ def _release_repository(folder: Path) -> Path:
     return repo
 
 
-def time_side_by_side(repeat: int) -> Dict[str, Any]:
+def time_side_by_side(repeat: int) -> List[Dict[str, Any]]:
     """plain read, one wheel, verify: alternated, ``repeat`` runs each."""
     lock = load_lock()
     request = BaseRequest(DEFAULT_RELEASE)
-    base = open_base(BaseChoice(request), lock=lock, cache_dir=DEFAULT_CACHE_DIR)
+
+    def base_of() -> Any:
+        return open_base(BaseChoice(request), lock=lock, cache_dir=DEFAULT_CACHE_DIR)
+
+    base = base_of()
     path = DEFAULT_CACHE_DIR / base.filename
     runs: Dict[str, List[float]] = {"plain_read": [], "one_wheel": [], "verify": []}
     with tempfile.TemporaryDirectory() as folder:
         repo = _release_repository(Path(folder))
-        built = subprocess.run(
-            [sys.executable, str(repo / TOOL_PATH), "build", "--base-wheel", str(path), "--out", folder],
-            check=True, capture_output=True, text=True,
-        )  # fmt: skip
+        tool = [sys.executable, str(repo / TOOL_PATH), "build"]
+        tool += ["--base-wheel", str(path), "--out", folder]
+        built = subprocess.run(tool, check=True, capture_output=True, text=True)
         released = Path(built.stdout.strip())
         for _ in range(repeat):
             call_sites_cache.cache_clear()  # each build as a fresh process makes it
             runs["plain_read"].append(_timed(lambda: plain_read(path)))
-            runs["one_wheel"].append(
-                _timed(lambda: build_patched_wheel(
-                    open_base(BaseChoice(request), lock=lock, cache_dir=DEFAULT_CACHE_DIR),
-                    out_dir=Path(folder) / "one"))  # fmt: skip
-            )
+            one = Path(folder) / "one"
+            runs["one_wheel"].append(_timed(lambda: build_patched_wheel(base_of(), out_dir=one)))
             call_sites_cache.cache_clear()
             verification: List[Any] = []
             runs["verify"].append(
@@ -125,17 +126,18 @@ def time_side_by_side(repeat: int) -> Dict[str, Any]:
             )
             assert verification[0].verified, verification[0].verdict
     floor = _median(runs["plain_read"])
-    figures: Dict[str, Any] = {
-        "base_wheel": base.filename,
-        "base_mib": round(path.stat().st_size / 2**20, 1),
-    }
+    cases = []
     for name, times in runs.items():
-        figures[name] = {"runs_s": [round(t, 4) for t in times], "median_s": _median(times)}
-        if name != "plain_read":
-            figures[name]["ratio_to_plain_read"] = round(_median(times) / floor, 2)
-    figures["one_wheel"]["target_ratio"], figures["verify"]["target_ratio"] = 1.5, 2.0
-    figures["verify"]["what"] = "verify_file of the released wheel, rebuilt in process"
-    return figures
+        figures: Dict[str, Any] = {"seconds": _median(times)}
+        if name == "plain_read":
+            figures["base_mib"] = round(path.stat().st_size / 2**20, 1)
+        else:
+            figures["ratio_to_plain_read"] = round(_median(times) / floor, 2)
+            figures["target_ratio"] = TARGET_RATIOS[name]
+        runs_s = [round(t, 4) for t in times]
+        cases.append(step(name, figures, series={"runs_s": runs_s}))
+    cases[0]["parameters"]["base_wheel"] = base.filename
+    return cases
 
 
 def time_matrix() -> Dict[str, Any]:
@@ -150,52 +152,82 @@ def time_matrix() -> Dict[str, Any]:
         )
         total = round(time.perf_counter() - start, 2)
     built = [e for e in entries if e.error is None]
-    return {"command": "build_matrix (python tools/patched_wheel matrix), bases cached",
-            "wheels": len(built), "failed": len(entries) - len(built), "total_s": total,
-            "target_s": 15, "target_wheels": 75,
-            "build_s_per_wheel": round(total / max(1, len(built)), 3)}  # fmt: skip
+    figures = {"wheels": len(built), "failed": len(entries) - len(built), "seconds": total}
+    figures.update(target_s=15, target_wheels=75)
+    figures["build_s_per_wheel"] = round(total / max(1, len(built)), 3)
+    command = "build_matrix (python tools/patched_wheel matrix), bases cached"
+    return step("matrix", figures, command=command)
 
 
-def time_command(command: List[str], what: str) -> Dict[str, Any]:
+def time_command(name: str, command: List[str], what: str) -> Dict[str, Any]:
     start = time.perf_counter()
     completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     seconds = round(time.perf_counter() - start, 2)
-    return {"command": what, "seconds": seconds, "exit_status": completed.returncode}
+    figures = {"seconds": seconds, "exit_status": completed.returncode}
+    return step(name, figures, command=what)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+MEASURES = harness.measures("""
+seconds | time | s | wall time (the median where the step was repeated)
+ratio_to_plain_read | ratio to the plain read | x | time over the plain read's, both measured
+    side by side
+target_ratio | target ratio | x | the ratio allowed
+target_s | target | s | the time allowed
+wheels | wheels |  | wheels built
+failed | failed |  | wheels that failed
+target_wheels | wheels of the target |  | the number of wheels the matrix's target was set for
+build_s_per_wheel | a wheel | s | time per wheel
+exit_status | exit status |  | the command's
+base_mib | base size | MiB | the base wheel's size
+""")
+# Each step of the run, by name: its label.
+STEPS = {
+    "plain_read": "plain read of the base: zipfile, every member read and hashed",
+    "one_wheel": "one patched wheel from that base, cached",
+    "verify": "`verify` of the released patched wheel, rebuilt in process",
+    "matrix": "every wheel of the supported matrix, bases cached",
+    "pip_wheel": "`pip wheel . --no-deps -w DIR`, base cached (pip's isolated build included)",
+    "test_command": "the README's test command, `python -m pytest`",
+}
+TARGET_RATIOS = {"one_wheel": 1.5, "verify": 2.0}
+
+
+def step(name: str, figures: Dict[str, Any], series: Any = None, **parameters: Any) -> Any:
+    """One step's case of the result file."""
+    label, case_id = STEPS[name], name.replace("_", "-")
+    return harness.case(
+        case_id, label, figures, headline=True, parameters=parameters, series=series
+    )
+
+
+def run(argv: Optional[Sequence[str]] = None) -> int:
+    """Time every step and write the result file."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks run build-speed", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--skip-matrix", action="store_true")
     parser.add_argument("--with-tests", action="store_true", help="also time python -m pytest")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     record = harness.provenance()
-    figures = time_side_by_side(args.repeat)
+    cases = time_side_by_side(args.repeat)
     with tempfile.TemporaryDirectory() as out:
         pip = [sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "-q", "-w", out]
-        figures["pip_wheel"] = time_command(pip, "pip wheel . --no-deps -w <tmp>")
+        cases.append(time_command("pip_wheel", pip, "pip wheel . --no-deps -w <tmp>"))
     if not args.skip_matrix:
-        figures["matrix"] = time_matrix()
+        cases.append(time_matrix())
     if args.with_tests:
-        figures["test_command"] = time_command(
-            [sys.executable, "-m", "pytest", "-q"], "python -m pytest"
-        )
-        figures["test_command"]["target_s"] = 90
-    rows = [(f"{name} (median)", figures[name]["median_s"], figures[name].get("ratio_to_plain_read", 1.0))
-            for name in ("plain_read", "one_wheel", "verify")]  # fmt: skip
-    for label, seconds, ratio in rows:
-        print(f"{label:<24} {seconds:8.3f} s   x{ratio:.2f} of the plain read")
-    for name in ("pip_wheel", "test_command"):
-        if name in figures:
-            print(f"{name:<24} {figures[name]['seconds']:8.2f} s")
-    if "matrix" in figures:
-        print(
-            f"matrix, {figures['matrix']['wheels']} wheels  {figures['matrix']['total_s']:8.2f} s"
-        )
-    harness.save_result(RESULTS, "build_speed", {"figures": figures}, record)
+        pytest = [sys.executable, "-m", "pytest", "-q"]
+        cases.append(time_command("test_command", pytest, "python -m pytest"))
+        cases[-1]["figures"]["target_s"] = 90
+    title = "Time of building patched wheels, against a plain read of the base wheel"
+    document = harness.result("build-speed", title, record, MEASURES, cases)
+    for entry in document["cases"]:
+        print(f"{entry['label'][:60]:<60} {entry['figures']['seconds']:8.3f} s")
+    harness.save_result(RESULTS, document)
     print(f"wrote {RESULTS.relative_to(ROOT)}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

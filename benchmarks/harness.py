@@ -16,8 +16,9 @@ running again.
 :func:`run_in_fresh_process` runs one case of a benchmark in a process of its own and reads
 back the one JSON line it prints, so that no case inherits another's allocator state.
 
-This module imports the standard library only (torch only where a record asks for it), so a
-benchmark run as a file (``benchmarks/host_heap/run.py``) can import it as well.
+This module imports the standard library only (torch only where a record asks for it). The
+shape of a result file is documented, and checked, by ``docsrc/_ext/results.py``, which the
+benchmarks never import: measuring does not depend on presenting.
 """
 
 from __future__ import annotations
@@ -61,7 +62,12 @@ def overlay_sha256() -> str:
 
 
 def load_overlay() -> ModuleType:
-    """The overlay, imported once per process from ``py/`` (later calls return the same one)."""
+    """The overlay, imported once per process from ``py/`` (later calls return the same one).
+
+    Why by file location: ``py/torch_tensorrt`` is a part of a package whose other modules
+    need TensorRT; putting ``py`` on ``sys.path`` would make ``import torch_tensorrt`` find
+    that part instead of the installed package. The repository's one such loader.
+    """
     loaded = sys.modules.get(OVERLAY_MODULE_NAME)
     if loaded is not None:
         return loaded
@@ -113,7 +119,8 @@ def source_revision() -> Dict[str, Any]:
     return {"revision": "unknown", "dirty": None}
 
 
-def _read(path: str) -> Optional[str]:
+def read_text(path: Any) -> Optional[str]:
+    """A small file of ``/proc`` or ``/sys``, stripped; ``None`` where it cannot be read."""
     try:
         return Path(path).read_text(encoding="utf-8", errors="replace").strip()
     except OSError:
@@ -127,8 +134,9 @@ def _first_field(text: Optional[str], key: str) -> Optional[str]:
     return None
 
 
-def _mem_total_bytes() -> Optional[int]:
-    value = _first_field(_read("/proc/meminfo"), "MemTotal")
+def meminfo_bytes(key: str) -> Optional[int]:
+    """A figure of ``/proc/meminfo`` (``MemTotal``, ``MemAvailable``), in bytes."""
+    value = _first_field(read_text("/proc/meminfo"), key)
     return int(value.split()[0]) * 1024 if value else None
 
 
@@ -170,7 +178,7 @@ def _device_count() -> Optional[int]:
 
 def host_record() -> Dict[str, Any]:
     """The machine and software a figure was measured on (``provenance.host``)."""
-    cpu_info = _read("/proc/cpuinfo")
+    cpu_info = read_text("/proc/cpuinfo")
     return {
         "kernel": platform.release(),
         **_torch_record(),
@@ -181,8 +189,8 @@ def host_record() -> Dict[str, Any]:
         "glibc": platform.libc_ver()[1] or None,
         "cpu": _first_field(cpu_info, "model name") or platform.processor() or None,
         "cpus": os.cpu_count(),
-        "mem_total_bytes": _mem_total_bytes(),
-        "transparent_hugepage": _read("/sys/kernel/mm/transparent_hugepage/enabled"),
+        "mem_total_bytes": meminfo_bytes("MemTotal"),
+        "transparent_hugepage": read_text("/sys/kernel/mm/transparent_hugepage/enabled"),
         "numa_nodes": len(list(Path("/sys/devices/system/node").glob("node[0-9]*"))) or None,
     }
 
@@ -207,16 +215,62 @@ def provenance(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     }
 
 
-def save_result(
-    path: Path, benchmark: str, body: Mapping[str, Any], record: Mapping[str, Any]
-) -> None:
-    """Write one result file atomically: ``benchmark``, ``provenance`` (``record``), ``body``.
+def measures(table: str) -> Dict[str, Dict[str, str]]:
+    """What each figure of a result is, from a table a line per measure:
+    ``key | label | unit | description``; a line that starts with spaces continues the
+    description of the line above."""
+    found: Dict[str, Dict[str, str]] = {}
+    for line in table.strip("\n").splitlines():
+        if line.startswith(" "):
+            found[key]["description"] += " " + line.strip()
+            continue
+        key, label, unit, description = (part.strip() for part in line.split("|"))
+        found[key] = {"label": label, "unit": unit, "description": description}
+    return found
 
-    ``record`` is made once per run (:func:`provenance`), before the first case, so that a run
-    saved after every case keeps one date and one host record. The file is written under a
-    temporary name beside it, then renamed, so a reader never sees half of it.
+
+def case(
+    case_id: str,
+    label: str,
+    figures: Mapping[str, Any],
+    *,
+    headline: bool = False,
+    parameters: Optional[Mapping[str, Any]] = None,
+    series: Optional[Mapping[str, Any]] = None,
+) -> Dict[str, Any]:
+    """One case of a result file (the shape in ``docsrc/_ext/results.py``)."""
+    entry = {"id": case_id, "label": label, "headline": headline}
+    entry.update(parameters=dict(parameters or {}), figures=dict(figures))
+    return {**entry, "series": dict(series)} if series else entry
+
+
+def result(
+    benchmark: str,
+    title: str,
+    record: Mapping[str, Any],
+    measures: Mapping[str, Mapping[str, str]],
+    cases: Sequence[Mapping[str, Any]],
+    **optional: Any,
+) -> Dict[str, Any]:
+    """A result document: what a reader needs to present it, with nothing else to import.
+
+    ``optional``: ``notes`` (sentences a reader needs) and ``settings`` (run-wide parameters).
+    Only the measures the cases use are kept, so a run of a few cases describes no others.
     """
-    document = {"benchmark": benchmark, "provenance": dict(record), **body}
+    used = {key for entry in cases for key in entry["figures"]}
+    kept = {key: dict(measure) for key, measure in measures.items() if key in used}
+    document = {"benchmark": benchmark, "title": title, "provenance": dict(record)}
+    document.update(measures=kept, cases=list(cases))
+    return {**document, **{key: value for key, value in optional.items() if value}}
+
+
+def save_result(path: Path, document: Mapping[str, Any]) -> None:
+    """Write one result file atomically (:func:`result` makes it).
+
+    The provenance is made once per run (:func:`provenance`), before the first case, so that a
+    run saved after every case keeps one date and one host record. The file is written under
+    a temporary name beside it, then renamed, so a reader never sees half of it.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.tmp")

@@ -9,9 +9,9 @@ zeroing and the DMA's write. The host's memory bandwidth divided by that count i
 offload speed its memory allows the strategy (a model: a chunk that stays in the CPU's cache
 costs less, and a CPU write that reads its line first costs more).
 
-The runners run them by name, and the tables, plots and docs read their names, labels and
-descriptions from here; a new strategy is one entry in :data:`OFFLOAD_STRATEGIES` (or
-:data:`HOST_HEAP_CASES`). Importing this module imports neither torch nor the overlay: a
+The runners run them by name and write their labels and descriptions into each result file,
+so that the tables and plots need nothing from here; a new strategy is one entry in
+:data:`OFFLOAD_STRATEGIES` (or :data:`HOST_HEAP_CASES`). Importing this module imports neither torch nor the overlay: a
 strategy's ``prepare`` does, in the process of the case it runs.
 """
 
@@ -42,8 +42,7 @@ class OffloadStrategy:
     ``never`` in ``/sys/kernel/mm/transparent_hugepage`` does for every process).
     ``headline`` strategies are the README's columns, in this registry's order. ``traffic``
     is the bytes of host memory traffic one moved byte costs (module docstring), from which
-    the runner draws the highest speed the host's memory allows the strategy. ``research``
-    strategies are designs not in the overlay (``benchmarks/research/designs.py``).
+    the runner draws the highest speed the host's memory allows the strategy.
     """
 
     name: str
@@ -53,7 +52,6 @@ class OffloadStrategy:
     headline: bool = False
     thp_never: bool = False
     traffic: int = 4
-    research: bool = False
 
 
 def _module_to(overlay: ModuleType) -> Move:
@@ -95,28 +93,6 @@ def _fork_lock_refused(overlay: ModuleType) -> Move:
     return _fork()(overlay)
 
 
-def _design(name: str) -> Callable[[ModuleType], Move]:
-    """A design of ``benchmarks/research/designs.py``, moved with the overlay's steps."""
-
-    def prepare(overlay: ModuleType) -> Move:
-        from benchmarks.research import designs
-
-        def make_mover(device: Any) -> Any:
-            if name.startswith("chunk-"):
-                return designs.chunks(overlay, int(name[6:-3]) * MiB)(device)
-            if name.startswith("current-stream-"):
-                return designs.chunks(overlay, int(name[15:-3]) * MiB, True)(device)
-            if name == "direct-locked":
-                return designs.DirectLockedMover(device, overlay)
-            return designs.PackedMover(
-                overlay, device, overlay.PINNED_BOUNCE_CHUNK_BYTES, slab=name == "packed-slab"
-            )
-
-        return lambda module: designs.offload(overlay, module, make_mover)
-
-    return prepare
-
-
 OFFLOAD_STRATEGIES: Tuple[OffloadStrategy, ...] = (
     OffloadStrategy(
         "upstream",
@@ -147,24 +123,6 @@ OFFLOAD_STRATEGIES: Tuple[OffloadStrategy, ...] = (
         _fork(fast_path=False),
     ),
     OffloadStrategy(
-        "fork-step-0",
-        "fork, step 0",
-        "the fork, the CUDA cache released before every tensor",
-        _fork(step=0),
-    ),
-    OffloadStrategy(
-        "fork-step-64MiB",
-        "fork, 64 MiB step",
-        "the fork, the CUDA cache released every 64 MiB",
-        _fork(step=64 * MiB),
-    ),
-    OffloadStrategy(
-        "fork-step-256MiB",
-        "fork, 256 MiB step",
-        "the fork, the CUDA cache released every 256 MiB",
-        _fork(step=256 * MiB),
-    ),
-    OffloadStrategy(
         "fork-lock-fails",
         "fork, page-locking refused",
         "the fork where every `cudaHostRegister` fails (it falls back to `tensor.to`)",
@@ -184,72 +142,9 @@ OFFLOAD_STRATEGIES: Tuple[OffloadStrategy, ...] = (
         _fork(fast_path=False),
         thp_never=True,
     ),
-    OffloadStrategy(
-        "fork-chunk-32MiB",
-        "design: 32 MiB chunks",
-        "the fork's fast path with two 32 MiB page-locked chunks instead of 16 MiB",
-        _design("chunk-32MiB"),
-        research=True,
-    ),
-    OffloadStrategy(
-        "fork-chunk-64MiB",
-        "design: 64 MiB chunks",
-        "the fork's fast path with two 64 MiB page-locked chunks instead of 16 MiB",
-        _design("chunk-64MiB"),
-        research=True,
-    ),
-    OffloadStrategy(
-        "fork-current-stream",
-        "design: current stream",
-        "the fork's fast path with its DMA on the current stream, no stream of its own",
-        _design("current-stream-16MiB"),
-        research=True,
-    ),
-    OffloadStrategy(
-        "fork-current-stream-32MiB",
-        "design: current stream, 32 MiB chunks",
-        "the fork's fast path on the current stream with two 32 MiB chunks",
-        _design("current-stream-32MiB"),
-        research=True,
-    ),
-    OffloadStrategy(
-        "packed",
-        "design: small tensors packed",
-        "the fast path where several small tensors share one chunk and one DMA wait",
-        _design("packed"),
-        research=True,
-    ),
-    OffloadStrategy(
-        "packed-slab",
-        "design: packed, slab destinations",
-        "packed, and tensors under 8 MiB land in views of 64 MiB huge-page slabs (a probe of "
-        "what small fresh destinations cost; the views share one storage)",
-        _design("packed-slab"),
-        research=True,
-    ),
-    OffloadStrategy(
-        "direct-locked",
-        "design: DMA into the locked destination",
-        "no bounce chunk: each 32 MiB piece of the destination faulted in from every core, "
-        "page-locked, written by DMA and unlocked, the four steps pipelined",
-        _design("direct-locked"),
-        traffic=2,
-        research=True,
-    ),
 )
 
 OFFLOAD_BY_NAME: Dict[str, OffloadStrategy] = {s.name: s for s in OFFLOAD_STRATEGIES}
-
-
-def offload_strategy(name: str) -> OffloadStrategy:
-    """The strategy of that name; ``SystemExit`` naming the known ones otherwise."""
-    try:
-        return OFFLOAD_BY_NAME[name]
-    except KeyError:
-        raise SystemExit(
-            f"unknown offload strategy {name!r}; known: {', '.join(OFFLOAD_BY_NAME)} "
-            "(add one to benchmarks/strategies.py)"
-        ) from None
 
 
 def disable_huge_pages_for_this_process() -> None:

@@ -1,12 +1,13 @@
 """Sphinx configuration of the fork's documentation.
 
-Build with ``make -C docsrc html``, which puts the folders the build imports from on
-``PYTHONPATH`` (``py`` for the overlay, ``docsrc/_ext`` for the extensions, ``tools`` for the
-build tool's parser and label, ``benchmarks`` for the tables and plots); by hand, set the same:
-``PYTHONPATH=py:docsrc/_ext:tools:benchmarks python -m sphinx -W --keep-going -n -b html docsrc
-docsrc/_build/html``. Nothing here imports ``torch_tensorrt`` (it needs TensorRT): the
-version is read from the patched-wheel build's sources, and autodoc imports only the overlay
-``py/torch_tensorrt/dynamo/utils.py``, as a namespace package from ``py``.
+Build with ``python -m sphinx -W -b html docsrc OUT`` or ``make -C docsrc html``; nothing needs
+to be on ``PYTHONPATH``. As Sphinx's own documentation does for local extensions, this file
+puts the folders the build imports from on ``sys.path``: ``_ext`` (the extensions and the
+presenter of the result files), ``../py`` (autodoc of the overlay) and ``../tools`` (the build
+tool's label rule). Nothing here imports ``torch_tensorrt`` (it needs TensorRT): the version
+is read from the build's sources, and autodoc imports only the overlay
+``py/torch_tensorrt/dynamo/utils.py``, as a namespace package from ``py``. The docs read the
+result files through ``_ext/results.py``, never the benchmarks' code.
 """
 
 from __future__ import annotations
@@ -29,18 +30,9 @@ REPOSITORY = DOCS.parent
 OVERLAY = REPOSITORY / "py" / "torch_tensorrt" / "dynamo" / "utils.py"
 PATCHED_WHEEL = REPOSITORY / "tools" / "patched_wheel"
 
-# The folders the build imports from, which make puts on PYTHONPATH (Makefile).
-for _module, _folder in (
-    ("memory_sizing", "docsrc/_ext"),
-    ("patched_wheel", "tools"),
-    ("readme_tables", "benchmarks"),
-    ("torch_tensorrt.dynamo", "py"),
-):
-    if importlib.util.find_spec(_module.split(".")[0]) is None:
-        raise RuntimeError(
-            f"docsrc/conf.py: {_module} is not importable; build with 'make -C docsrc html', or "
-            f"put {_folder} on PYTHONPATH (PYTHONPATH=py:docsrc/_ext:tools:benchmarks)"
-        )
+for _folder in (DOCS / "_ext", REPOSITORY / "py", REPOSITORY / "tools"):
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
 
 
 def _tool_sources() -> list[Path]:
@@ -121,9 +113,9 @@ extensions = [
     "sphinx.ext.intersphinx",
     "sphinx.ext.viewcode",
     "matplotlib.sphinxext.plot_directive",
-    "benchmark_tables",
     "cli_reference",
     "memory_sizing",
+    "sphinx_results",
 ]
 
 exclude_patterns = ["_build", "requirements.txt", "Makefile"]
@@ -140,7 +132,7 @@ rst_epilog = f"""
 .. |label_literal| replace:: ``+{LOCAL_LABEL}``
 .. |release_label_literal| replace:: ``<release>+{LOCAL_LABEL}``
 .. |requirement_literal| replace:: ``torch_tensorrt=={DEFAULT_RELEASE}``
-.. |patched_file_literal| replace:: ``dist/torch_tensorrt-{DEFAULT_RELEASE}+{LOCAL_LABEL}-<tags>.whl``
+.. |patched_file_literal| replace:: ``torch_tensorrt-{DEFAULT_RELEASE}+{LOCAL_LABEL}-<tags>.whl``
 .. |default_step| replace:: {_mib(_overlay_constant("DEFAULT_RELEASE_EVERY_BYTES"))}
 .. |build_requirements| replace:: {_build_requirements()}
 .. |bounce_chunk| replace:: {_mib(_overlay_constant("PINNED_BOUNCE_CHUNK_BYTES"))}
@@ -184,12 +176,10 @@ nitpick_ignore = [
 # __init__, which autodoc does not list) as :attr:`name`; those stay plain text.
 nitpick_ignore_regex = [(r"py:attr", r"[a-z_][a-z0-9_]*")]
 
-# -- matplotlib's plot directive: figures drawn from benchmarks/results at build time ---------
+# -- matplotlib's plot directive: results.plot(NAME) draws a named plot at build time ---------
 
 plot_working_directory = str(REPOSITORY)
-plot_pre_code = (
-    "import plots\n" "from readme_tables import offload_files\n" "RESULTS = 'benchmarks/results/'\n"
-)
+plot_pre_code = "import results\n"
 plot_include_source = False
 plot_html_show_source_link = False
 plot_html_show_formats = False
@@ -228,7 +218,7 @@ def _drop_stale_plots(app: Any) -> None:
 
     matplotlib's plot directive reuses a drawn figure while the page that holds it is
     unchanged, but the figures depend on ``benchmarks/results/*.json`` and
-    ``benchmarks/plots.py``, which it does not watch: a rebuild after new results would show
+    ``_ext/results.py``, which it does not watch: a rebuild after new results would show
     the old plots. Its cache folder sits beside the doctrees.
     """
     shutil.rmtree(Path(app.doctreedir).parent / "plot_directive", ignore_errors=True)

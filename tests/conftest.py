@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterator, List
+from typing import Callable, Iterator, List
 
 import pytest
+from filelock import FileLock
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 
@@ -50,3 +51,19 @@ def build_requirements_offline() -> Iterator[None]:
                 "PIP_FIND_LINKS", " ".join(filter(None, [kept, str(BUILD_REQUIREMENTS_DIR)]))
             )
         yield
+
+
+def build_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """The folder ``name``, built by ``build(folder)`` once for all of pytest-xdist's workers.
+
+    Every worker's temporary folders share one parent; the first worker to take the lock
+    builds there, and the others find ``name`` complete (marked by ``.done``) and reuse it.
+    A session fixture calls this, so each worker asks once.
+    """
+    shared = factory.getbasetemp().parent
+    folder = shared / name
+    with FileLock(str(shared / f"{name}.lock")):
+        if not (folder / ".done").is_file():
+            build(folder)
+            (folder / ".done").touch()
+    return folder

@@ -7,32 +7,31 @@ It puts every official wheel the tests use into the build's cache (``.cache/base
 pinned by the lock's sha256 as the build fetches them), and the wheels of the build's own
 requirements (``build-system.requires``: packaging, pip) into ``.cache/build-requirements``,
 where the tests' isolated builds find them (the tests' ``conftest.py`` adds that folder to
-``PIP_FIND_LINKS``). The tool and the tests' helpers are loaded by their location.
+``PIP_FIND_LINKS``).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import List, Tuple
 
 HERE = Path(__file__).resolve().parent
 
 
-def _load(name: str, path: Path, package: bool = False) -> ModuleType:
-    locations = [str(path.parent)] if package else None
-    spec = importlib.util.spec_from_file_location(name, path, submodule_search_locations=locations)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+# The tool and the tests' helpers by the names pytest's ``pythonpath`` gives them (one import
+# identity each, no loader by file): run as a script, this re-runs itself with those folders
+# on ``PYTHONPATH``.
+PYTHONPATH = [HERE.parent / "tools", HERE / "patched_wheel", HERE / "installed"]
+if __name__ == "__main__" and importlib.util.find_spec("installed_helpers") is None:
+    paths = [*map(str, PYTHONPATH), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    sys.exit(subprocess.run([sys.executable, __file__, *sys.argv[1:]], env=env).returncode)
 
-
-_load("patched_wheel", HERE.parent / "tools" / "patched_wheel" / "__init__.py", package=True)
+import installed_helpers  # noqa: E402
 from patched_wheel import PatchError  # noqa: E402
 from patched_wheel.config import (  # noqa: E402
     DEFAULT_CACHE_DIR,
@@ -44,9 +43,6 @@ from patched_wheel.config import (  # noqa: E402
 from patched_wheel.fetch import cached_base  # noqa: E402
 from patched_wheel.lock import load_lock  # noqa: E402
 
-_load("wheel_helpers", HERE / "patched_wheel" / "wheel_helpers.py")  # installed_helpers uses it
-installed_helpers = _load("installed_helpers", HERE / "installed" / "installed_helpers.py")
-
 BUILD_REQUIREMENTS_DIR = REPOSITORY / ".cache" / "build-requirements"
 BUILD_REQUIREMENTS = ("packaging>=24", "pip")
 
@@ -55,8 +51,8 @@ def wheels_the_tests_use() -> List[BaseRequest]:
     """Every official wheel a test or fixture takes from the cache (``None``: running)."""
     requests = [BaseRequest(r, "manylinux_2_28_x86_64", "3.11") for r in SUPPORTED_RELEASES]
     requests += [BaseRequest("2.14.0", "win_amd64", "3.11"), BaseRequest(DEFAULT_RELEASE)]
-    requests += [BaseRequest(r, "manylinux_2_28_x86_64", "3.11", "torch-tensorrt-rtx")
-                 for r in ("2.11.0", "2.14.0")]  # fmt: skip
+    rtx = ("manylinux_2_28_x86_64", "3.11", "torch-tensorrt-rtx")
+    requests += [BaseRequest(r, *rtx) for r in ("2.11.0", "2.14.0")]
     requests += [BaseRequest(r) for r in installed_helpers.releases_to_test()]
     return requests + list(installed_helpers.INDEX_BASES)
 

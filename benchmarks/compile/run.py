@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
@@ -80,52 +81,33 @@ PLANS: Dict[str, List[Setting]] = {
     ],
 }
 
-MEASURES: Dict[str, Dict[str, str]] = {
-    "sum_peak_w": {
-        "label": "host + GPU peak",
-        "unit": "W",
-        "description": "the largest sum of host RSS and GPU used memory at one sample, above "
-        "the sum before the compile, in multiples of the model's size W",
-    },
-    "host_peak_w": {"label": "host peak", "unit": "W", "description": "host RSS peak above before"},
-    "gpu_peak_w": {"label": "GPU peak", "unit": "W", "description": "GPU used peak above before"},
-    "sum_kept_w": {
-        "label": "host + GPU kept",
-        "unit": "W",
-        "description": "host + GPU after the compile (after gc and a CUDA cache release) above before",
-    },
-    "host_kept_w": {
-        "label": "host kept",
-        "unit": "W",
-        "description": "host RSS after, above before",
-    },
-    "gpu_kept_w": {"label": "GPU kept", "unit": "W", "description": "GPU used after, above before"},
-    "sum_peak_bytes": {"label": "host + GPU peak", "unit": "bytes", "description": "as sum_peak_w"},
-    "host_peak_bytes": {"label": "host peak", "unit": "bytes", "description": "as host_peak_w"},
-    "gpu_peak_bytes": {"label": "GPU peak", "unit": "bytes", "description": "as gpu_peak_w"},
-    "compile_s": {
-        "label": "compile",
-        "unit": "s",
-        "description": "torch_tensorrt.compile's seconds",
-    },
-    "model_gib": {"label": "W", "unit": "GiB", "description": "the model's parameters and buffers"},
-    "max_abs_error": {
-        "label": "max error",
-        "unit": "",
-        "description": "largest absolute difference of the compiled module's output from PyTorch's",
-    },
-    "mean_abs_error": {"label": "mean error", "unit": "", "description": "its mean"},
-    "reference_mean_abs": {
-        "label": "output scale",
-        "unit": "",
-        "description": "mean absolute value of PyTorch's output (the error's yardstick)",
-    },
-    "original_max_abs_error": {
-        "label": "original model's max error",
-        "unit": "",
-        "description": "the user's model run after the compile (on the CPU after an offload) against its output before",
-    },
-}
+MEASURES = harness.measures("""
+sum_peak_w | host + GPU peak | W | the largest sum of host RSS and GPU used memory at one sample,
+    above the sum before the compile, in multiples of the model's size W
+host_peak_w | host peak | W | host RSS peak above its value before
+gpu_peak_w | GPU peak | W | GPU used memory peak above its value before
+sum_kept_w | host + GPU kept | W | host + GPU after the compile (after gc and a CUDA cache
+    release), above the sum before
+host_kept_w | host kept | W | host RSS after the compile, above before
+gpu_kept_w | GPU kept | W | GPU used memory after the compile, above before
+sum_peak_bytes | host + GPU peak | bytes | as sum_peak_w
+host_peak_bytes | host peak | bytes | as host_peak_w
+gpu_peak_bytes | GPU peak | bytes | as gpu_peak_w
+compile_s | compile | s | seconds of torch_tensorrt.compile
+model_gib | W | GiB | the model's parameters and buffers
+max_abs_error | max error |  | largest absolute difference of the compiled module's output from
+    PyTorch's
+mean_abs_error | mean error |  | its mean
+reference_mean_abs | output scale |  | mean absolute value of PyTorch's output
+original_max_abs_error | original model's max error |  | the user's model run after the compile
+    (on the CPU after an offload) against its output before
+""")
+NOTES = [
+    "W is the model's size (its parameters and buffers); every figure is above the value just "
+    "before the compile, with the model on the GPU.",
+    "Measured with TensorRT-RTX; the standard TensorRT builder (build_engine_with_config) is not "
+    "measurable here.",
+]
 
 
 def _case_environment(wheel_dir: Path, trt_dir: Optional[Path], trim: str) -> Dict[str, str]:
@@ -174,69 +156,52 @@ def cases_of(plan: Sequence[Setting], wheels: Sequence[str], repeats: int) -> Li
     return cases
 
 
-def run(args: argparse.Namespace) -> int:
+def run(argv: Optional[Sequence[str]] = None) -> int:
     """Run the plan's cases, saving the result file after each one."""
+    args = parse_args(argv)
     wheels = dict(item.split("=", 1) for item in args.wheels)
     plan = [s for s in PLANS[args.plan] if not args.models or s.model in args.models]
-    cases = cases_of(plan, list(wheels), args.repeats)
     record = harness.provenance()
     done: List[Dict[str, Any]] = []
-    for case in cases:
-        parameters = case["parameters"]
-        command = [
-            "-m",
-            "benchmarks.compile.case",
-            "--model",
-            parameters["model"],
-            "--offload",
-            parameters["offload"],
-        ]
+    for planned in cases_of(plan, list(wheels), args.repeats):
+        parameters = planned["parameters"]
+        command = ["-m", "benchmarks.compile.case"]
+        command += ["--model", parameters["model"], "--offload", parameters["offload"]]
         if parameters["model"] == "mlp-3gib":
             command.append("--check-original")
         if parameters["options"]:
             command += ["--options", json.dumps(parameters["options"])]
         env = _case_environment(Path(wheels[parameters["wheel"]]), args.trt, parameters["trim"])
-        print(f"case {len(done) + 1}/{len(cases)}: {case['label']}", flush=True)
+        print(f"case {len(done) + 1}: {planned['label']}", flush=True)
         try:
             measured = harness.run_in_fresh_process(command, env=env, timeout_s=args.timeout)
-        except (harness.CaseFailed, OSError) as error:
-            done.append({**case, "figures": {}, "error": str(error)[-2000:]})
+        except (harness.CaseFailed, OSError, subprocess.TimeoutExpired) as error:
+            done.append({**planned, "figures": {}, "error": str(error)[-2000:]})
             print(f"  failed: {str(error)[-500:]}", flush=True)
-        except Exception as error:  # a timeout: the case is recorded as failed, the run goes on
-            done.append(
-                {**case, "figures": {}, "error": f"{type(error).__name__}: {error}"[-2000:]}
-            )
-            print(f"  failed: {type(error).__name__}", flush=True)
         else:
             figures = measured.pop("figures")
-            done.append({**case, "figures": figures, **measured})
+            done.append({**planned, "figures": figures, **measured})
             print(
-                f"  host + GPU peak {figures['sum_peak_w']:.2f} W (host {figures['host_peak_w']:.2f}, "
-                f"GPU {figures['gpu_peak_w']:.2f}), kept {figures['sum_kept_w']:.2f} W, "
-                f"{figures['compile_s']:.1f} s, peak in {measured['peak_phase']}",
+                f"  host + GPU peak {figures['sum_peak_w']:.2f} W, kept "
+                f"{figures['sum_kept_w']:.2f} W, {figures['compile_s']:.1f} s, peak in "
+                f"{measured['peak_phase']}",
                 flush=True,
             )
-        body = {
-            "title": "host and GPU memory of torch_tensorrt.compile on TensorRT-RTX, official wheel against the fork",
-            "measures": MEASURES,
-            "cases": done,
-            "notes": [
-                "W is the model's size (its parameters and buffers); every figure is above the "
-                "value just before the compile, with the model on the GPU.",
-                "Measured with TensorRT-RTX; the standard TensorRT builder "
-                "(build_engine_with_config) is not measurable here.",
-            ],
-            "settings": {"plan": args.plan, "wheels": wheels, "trt": str(args.trt)},
-        }
-        harness.save_result(args.out, "compile", body, record)
+        settings = {"plan": args.plan, "wheels": wheels, "trt": str(args.trt)}
+        title = "host and GPU memory of torch_tensorrt.compile on TensorRT-RTX, official and fork"
+        document = harness.result(
+            "compile", title, record, MEASURES, done, notes=NOTES, settings=settings
+        )
+        harness.save_result(args.out, document)
     return 0 if all("error" not in case for case in done) else 1
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks run compile",
         description=__doc__.splitlines()[0],
-        epilog="How to get the wheels onto the GPU machine: benchmarks/compile/run.py's docstring and the docs' benchmarks page.",
+        epilog="Getting the wheels onto the GPU machine: this module's docstring "
+        "(benchmarks/compile/run.py) and the docs' benchmarks page.",
     )
     parser.add_argument("--plan", choices=list(PLANS), default="record")
     parser.add_argument(
@@ -246,10 +211,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         metavar="NAME=DIR",
         help="torch_tensorrt installs to compare, e.g. official=/tmp/official fork=/tmp/fork",
     )
-    parser.add_argument(
-        "--trt", type=Path, help="folder the TensorRT-RTX packages are installed in"
-    )
-    parser.add_argument("--models", nargs="*", choices=MODELS, help="only these models of the plan")
+    parser.add_argument("--trt", type=Path, help="the folder TensorRT-RTX is installed in")
+    parser.add_argument("--models", nargs="*", choices=MODELS, help="only these of the plan")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds a case may take")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
@@ -257,8 +220,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     bad = [w for w in args.wheels if "=" not in w]
     if bad:
         parser.error(f"--wheels takes NAME=DIR, not {bad[0]!r}")
-    return run(args)
+    return args
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

@@ -8,9 +8,9 @@ fork's ``trim_host_heap()`` calls ``malloc_trim(0)`` to hand it back. This scrip
 against upstream's default (no trim) and against the usual allocator knobs, each case in a
 fresh process so that its environment applies from the start.
 
-Run it with one command (see ``README.md`` next to this file)::
+Run it from the repository's root (``README.md`` next to this file says what it measures)::
 
-    python benchmarks/host_heap/run.py
+    python -m benchmarks run host-heap
 
 It writes every figure to ``benchmarks/results/host_heap.json`` and prints a short table last.
 """
@@ -94,24 +94,13 @@ CASES_BY_NAME = strategies.HOST_HEAP_BY_NAME
 # ---------------------------------------------------------------------------------------------
 
 
+MALLINFO2_FIELDS = "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
+
+
 class _MallInfo2(ctypes.Structure):
     """glibc's ``struct mallinfo2``: its ``hblkhd`` shows whether the blocks were mmapped."""
 
-    _fields_ = [
-        (name, ctypes.c_size_t)
-        for name in (
-            "arena",
-            "ordblks",
-            "smblks",
-            "hblks",
-            "hblkhd",
-            "usmblks",
-            "fsmblks",
-            "uordblks",
-            "fordblks",
-            "keepcost",
-        )
-    ]
+    _fields_ = [(name, ctypes.c_size_t) for name in MALLINFO2_FIELDS.split()]
 
 
 class _Libc:
@@ -453,29 +442,6 @@ def case_environment(case: Case, jemalloc: Optional[str]) -> Dict[str, str]:
     return env
 
 
-def _read_first(path: str) -> Optional[str]:
-    try:
-        with open(path, encoding="ascii") as handle:
-            return handle.read().strip()
-    except OSError:
-        return None
-
-
-def _jemalloc_package_version() -> Optional[str]:
-    try:
-        result = subprocess.run(
-            ["dpkg-query", "-W", "-f=${Version}", "libjemalloc2"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    except OSError:
-        return None
-    if result.returncode != 0:
-        return None
-    return result.stdout.strip() or None
-
-
 def _balloon_free_page_reporting() -> Optional[bool]:
     """Whether a virtio balloon reports freed guest pages to the host (``None``: no balloon).
 
@@ -485,9 +451,9 @@ def _balloon_free_page_reporting() -> Optional[bool]:
     """
     found = None
     for device in Path("/sys/bus/virtio/devices").glob("*"):
-        if _read_first(str(device / "device")) != "0x0005":
+        if harness.read_text(device / "device") != "0x0005":
             continue
-        features = _read_first(str(device / "features")) or ""
+        features = harness.read_text(device / "features") or ""
         found = len(features) > 5 and features[5] == "1"  # VIRTIO_BALLOON_F_REPORTING
     return found
 
@@ -496,7 +462,6 @@ def allocator_info(jemalloc: Optional[str]) -> Dict[str, Any]:
     """The allocators the cases use, beside the host record of ``provenance``."""
     return {
         "jemalloc_library": jemalloc,
-        "jemalloc_package": _jemalloc_package_version(),
         "jemalloc": None,  # filled in from a jemalloc worker's own report
         "virtio_balloon_free_page_reporting": _balloon_free_page_reporting(),
     }
@@ -515,38 +480,14 @@ def _children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _mem_available() -> int:
-    with open("/proc/meminfo", encoding="ascii") as meminfo:
-        for line in meminfo:
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * KiB
-    return 0
-
-
 def run_case(
     case: Case, burst_gib: float, args: argparse.Namespace, jemalloc: Optional[str]
 ) -> Dict[str, Any]:
     """Run one case once in a fresh process and return its figures."""
-    command = [
-        "-m",
-        "benchmarks.host_heap.run",
-        "--worker",
-        case.name,
-        "--sizes-gib",
-        str(burst_gib),
-        "--threads",
-        str(args.threads),
-        "--rounds",
-        str(args.rounds),
-        "--seed",
-        str(args.seed),
-        "--small-bytes",
-        str(args.small_bytes),
-        "--block-min-mib",
-        str(args.block_min_mib),
-        "--block-max-mib",
-        str(args.block_max_mib),
-    ]
+    command = ["-m", "benchmarks.host_heap.run", "--worker", case.name]
+    command += ["--sizes-gib", str(burst_gib)]
+    for name in ("threads", "rounds", "seed", "small_bytes", "block_min_mib", "block_max_mib"):
+        command += ["--" + name.replace("_", "-"), str(getattr(args, name))]
     if args.trim_threshold_after_raise is not None:
         command += ["--trim-threshold-after-raise", str(args.trim_threshold_after_raise)]
     try:
@@ -557,24 +498,6 @@ def run_case(
         raise HostHeapBenchmarkError(
             f"case {case.name!r} at {burst_gib:g} GiB failed: {error}"
         ) from None
-
-
-SUMMARY_KEYS = (
-    "rss_before",
-    "rss_peak",
-    "kept_after_free",
-    "kept_after_trim",
-    "first_kept_after_trim",
-    "first_trim_s",
-    "first_trim_s_per_gib",
-    "trimmed_bytes",
-    "trim_s",
-    "trim_s_per_gib",
-    "burst_s",
-    "warm_burst_s",
-    "thread_arena_top_bytes",
-    "thread_heap_rss",
-)
 
 
 def _fraction(part: Optional[float], whole: int) -> Optional[float]:
@@ -589,7 +512,7 @@ def summarise(runs: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
     summary = []
     for (case, burst_gib), group in groups.items():
         medians: Dict[str, Optional[float]] = {}
-        for key in SUMMARY_KEYS:
+        for key in (key for key in MEASURES if key in group[0]):
             values = [run[key] for run in group if run[key] is not None]
             medians[key] = statistics.median(values) if values else None
         burst_bytes = group[0]["burst_bytes"]
@@ -607,76 +530,91 @@ def summarise(runs: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return summary
 
 
-def check_target(
-    summary: Sequence[Dict[str, Any]], kept_fraction_max: float, trim_s_per_gib_max: float
-) -> Dict[str, Any]:
-    """Whether the fork keeps at most the given share of each burst, within the time bound.
-
-    Checked after the first burst (a fresh process, as after one engine build) and after the
-    last (as after later builds in the same process), since the two differ.
-    """
-    per_size = []
-    for entry in summary:
-        if entry["case"] != "fork":
-            continue
+def check_target(summary: Sequence[Dict[str, Any]], args: argparse.Namespace) -> Dict[str, Any]:
+    """Print whether the fork keeps at most ``--kept-fraction-max`` of each burst and trims
+    within ``--trim-s-per-gib-max``, after the first burst (a fresh process, as after one
+    engine build) and after the last (as after later builds); returned for the settings."""
+    kept_max, trim_max = args.kept_fraction_max, args.trim_s_per_gib_max
+    met = {}
+    for entry in (entry for entry in summary if entry["case"] == "fork"):
         median = entry["median"]
         kept = [entry["first_kept_fraction"], entry["kept_fraction"]]
-        speed = [median["first_trim_s_per_gib"], median["trim_s_per_gib"]]
-        kept_ok = all(value is not None and value <= kept_fraction_max for value in kept)
-        speed_ok = all(value is not None and value <= trim_s_per_gib_max for value in speed)
-        per_size.append(
-            {
-                "burst_gib": entry["burst_gib"],
-                "first_kept_fraction": kept[0],
-                "kept_fraction": kept[1],
-                "first_trim_s_per_gib": speed[0],
-                "trim_s_per_gib": speed[1],
-                "kept_ok": kept_ok,
-                "speed_ok": speed_ok,
-            }
-        )
-    return {
-        "kept_fraction_max": kept_fraction_max,
-        "trim_s_per_gib_max": trim_s_per_gib_max,
-        "per_size": per_size,
-        "met": bool(per_size) and all(item["kept_ok"] and item["speed_ok"] for item in per_size),
-    }
+        trim = [median["first_trim_s_per_gib"], median["trim_s_per_gib"]]
+        ok = all(v is not None and v <= kept_max for v in kept)
+        ok = ok and all(v is not None and v <= trim_max for v in trim)
+        size = f"{entry['burst_gib']:g}"
+        met[size] = ok
+        shown = f"kept {_fmt(kept[0], 0.01)}% / {_fmt(kept[1], 0.01)}%"
+        shown += f", trim {_fmt(trim[0], 1, 3)} / {_fmt(trim[1], 1, 3)} s/GiB"
+        print(f"fork at {size} GiB (bursts 1 / last): {shown}: {'met' if ok else 'MISSED'}")
+    return {"kept_fraction_max": kept_max, "trim_s_per_gib_max": trim_max, "met": met}
 
 
 def _fmt(value: Optional[float], scale: float = 1.0, digits: int = 2) -> str:
     return "-" if value is None else f"{value / scale:.{digits}f}"
 
 
-def format_table(summary: Sequence[Dict[str, Any]], skipped: Dict[str, str]) -> str:
-    """The short table printed last: medians per case and burst size."""
-    header = (
-        f"{'burst':>6} {'case':<16} {'before':>6} {'peak':>6} {'kept1':>6} {'kept1%':>6} "
-        f"{'kept2':>6} {'kept2%':>6} {'trim1 s':>7} {'s/GiB':>5} {'burst s':>7} {'warm s':>6}"
-    )
-    lines = [
-        "Medians over the repeats. RSS in GiB. keptN = RSS after burst N is freed (and, for the",
-        "fork, trimmed) minus RSS before, in GiB and in % of the burst. trim1 s = the trim after",
-        "burst 1, s/GiB = its time per GiB handed back. burst s = allocate + touch + free of",
-        "burst 1 in a fresh process; warm s = burst 2, the same blocks again.",
-        header,
-        "-" * len(header),
-    ]
-    for entry in summary:
-        median = entry["median"]
-        lines.append(
-            f"{entry['burst_gib']:>4g}Gi {entry['case']:<16} "
-            f"{_fmt(median['rss_before'], GiB):>6} {_fmt(median['rss_peak'], GiB):>6} "
-            f"{_fmt(median['first_kept_after_trim'], GiB, 3):>6} "
-            f"{_fmt(entry['first_kept_fraction'], 0.01, 1):>6} "
-            f"{_fmt(median['kept_after_trim'], GiB, 3):>6} "
-            f"{_fmt(entry['kept_fraction'], 0.01, 1):>6} "
-            f"{_fmt(median['first_trim_s'], 1, 3):>7} "
-            f"{_fmt(median['first_trim_s_per_gib'], 1, 3):>5} "
-            f"{_fmt(median['burst_s']):>7} {_fmt(median['warm_burst_s']):>6}"
+# What each figure of a case is: the median over the case's repeats (its runs are its series).
+MEASURES = harness.measures("""
+burst_bytes | burst | bytes | bytes allocated in one burst
+repeats | repeats |  | runs of the case, each in a fresh process
+rss_before | RSS before | bytes | resident memory before burst 1
+rss_peak | RSS peak | bytes | the process's resident peak
+first_kept_after_trim | kept after burst 1 | bytes | RSS after burst 1 is freed (and trimmed,
+    for the fork), less RSS before
+kept_after_free | kept after the last free | bytes | RSS after the last burst is freed, before
+    any trim, less RSS before
+kept_after_trim | kept after burst 2 | bytes | RSS after the last burst is freed (and trimmed),
+    less RSS before
+first_kept_fraction | kept / burst, burst 1 |  | kept after burst 1 over the burst's bytes
+    (goal: at most 0.01)
+kept_fraction | kept / burst, burst 2 |  | kept after burst 2 over the burst's bytes
+trimmed_bytes | trimmed | bytes | bytes the last trim handed back
+first_trim_s | trim after burst 1 | s | time of the trim after burst 1
+trim_s | trim after burst 2 | s | time of the trim after the last burst
+first_trim_s_per_gib | trim per GiB, burst 1 | s | the trim's time per GiB handed back, burst 1
+trim_s_per_gib | trim per GiB, burst 2 | s | the trim's time per GiB handed back, last burst
+burst_s | time of burst 1 | s | allocate, touch and free burst 1 in a fresh process
+warm_burst_s | time of burst 2 | s | the same blocks again in the same process
+thread_arena_top_bytes | thread arenas' tops | bytes | the top chunks of the threads' arenas
+    (malloc_info), which malloc_trim does not shrink
+thread_heap_rss | thread heaps' RSS | bytes | resident memory of the threads' heaps
+""")
+
+
+def host_heap_result(
+    record: Dict[str, Any], runs: Sequence[Dict[str, Any]], settings: Dict[str, Any]
+) -> Dict[str, Any]:
+    """The result file: a case per allocator setting and burst size, its repeats as series."""
+    largest = max(run["burst_gib"] for run in runs)
+    cases = []
+    for entry in summarise(runs):
+        name, size = entry["case"], entry["burst_gib"]
+        registered = strategies.HOST_HEAP_BY_NAME[name]
+        figures = {**entry["median"], "burst_bytes": entry["burst_bytes"]}
+        figures.update(
+            {key: entry[key] for key in ("repeats", "kept_fraction", "first_kept_fraction")}
         )
-    for name, reason in skipped.items():
-        lines.append(f"skipped {name}: {reason}")
-    return "\n".join(lines)
+        own = [run for run in runs if run["case"] == name and run["burst_gib"] == size]
+        cases.append(
+            harness.case(
+                f"{name}-{size:g}gib",
+                f"{registered.label}, {size:g} GiB",
+                figures,
+                headline=registered.headline and size == largest,
+                parameters={"case": name, "burst_gib": size, "description": registered.description},
+                series={"runs": own},
+            )
+        )
+    notes = [
+        "Burst 1 follows one large free that raises glibc's mmap threshold as it does in a real "
+        "process; burst 2 repeats it in the same process, as a second engine build would. "
+        "Figures are medians over the repeats, each in a fresh process."
+    ]
+    title = "Host memory kept after builder-like bursts of freed allocations, per allocator setting"
+    return harness.result(
+        "host-heap", title, record, MEASURES, cases, notes=notes, settings=settings
+    )
 
 
 def run_driver(args: argparse.Namespace) -> int:
@@ -702,10 +640,11 @@ def run_driver(args: argparse.Namespace) -> int:
 
     largest = max(args.sizes_gib)
     needed = int(largest * GiB * 1.15)
-    if _mem_available() < needed:
+    available = harness.meminfo_bytes("MemAvailable") or 0
+    if available < needed:
         raise HostHeapBenchmarkError(
             f"the {largest:g} GiB burst needs about {needed / GiB:.1f} GiB available, "
-            f"but MemAvailable is {_mem_available() / GiB:.1f} GiB; pass smaller --sizes-gib"
+            f"but MemAvailable is {available / GiB:.1f} GiB; pass smaller --sizes-gib"
         )
 
     record = harness.provenance()
@@ -742,94 +681,68 @@ def run_driver(args: argparse.Namespace) -> int:
                     _fmt(figures["trim_s"], 1, 3),
                 )
 
-    summary = summarise(runs)
-    target = check_target(summary, args.kept_fraction_max, args.trim_s_per_gib_max)
-    document = {
-        "schema": 2,
+    target = check_target(summarise(runs), args)
+    settings = {
+        "sizes_gib": args.sizes_gib,
+        "repeats": args.repeats,
+        "threads": args.threads,
+        "rounds": args.rounds,
+        "block_min_bytes": args.block_min_mib * MiB,
+        "block_max_bytes": args.block_max_mib * MiB,
+        "small_bytes": args.small_bytes,
+        "seed": args.seed,
+        "threshold_raising_bytes": THRESHOLD_RAISING_BYTES,
+        "trim_threshold_after_raise": args.trim_threshold_after_raise,
         "elapsed_s": time.perf_counter() - started,
-        "settings": {
-            "sizes_gib": args.sizes_gib,
-            "repeats": args.repeats,
-            "threads": args.threads,
-            "rounds": args.rounds,
-            "block_min_bytes": args.block_min_mib * MiB,
-            "block_max_bytes": args.block_max_mib * MiB,
-            "small_bytes": args.small_bytes,
-            "seed": args.seed,
-            "threshold_raising_bytes": THRESHOLD_RAISING_BYTES,
-            "trim_threshold_after_raise": args.trim_threshold_after_raise,
-        },
         "allocators": machine,
-        "cases": [
-            {
-                "name": case.name,
-                "description": case.description,
-                "env": dict(case.env, **({"LD_PRELOAD": jemalloc or ""} if case.jemalloc else {})),
-                "fork_trim": case.fork_trim,
-                "skipped": skipped.get(case.name),
-            }
-            for case in (CASES_BY_NAME[name] for name in args.cases)
-        ],
-        "runs": runs,
-        "summary": summary,
+        "skipped": skipped,
         "target": target,
     }
-    harness.save_result(args.output, "host_heap", document, record)
+    harness.save_result(args.output, host_heap_result(record, runs, settings))
     logger.info("wrote %s", args.output)
 
     sys.stderr.flush()
-    print(format_table(summary, skipped))
     shares = [run["others_cpu_share"] for run in runs]
     print(
         f"CPU used by other processes during the runs: {100 * statistics.median(shares):.0f}% "
         f"median, {100 * max(shares):.0f}% max (of all cores; above 0, times are noisier)"
     )
-    for item in target["per_size"]:
-        print(
-            f"fork target at {item['burst_gib']:g} GiB (kept <= "
-            f"{args.kept_fraction_max * 100:g}%, trim <= {args.trim_s_per_gib_max:g} s/GiB): "
-            f"kept {_fmt(item['first_kept_fraction'], 0.01, 2)}% / "
-            f"{_fmt(item['kept_fraction'], 0.01, 2)}% after burst 1 / {args.rounds}, "
-            f"trim {_fmt(item['first_trim_s_per_gib'], 1, 3)} / "
-            f"{_fmt(item['trim_s_per_gib'], 1, 3)} s/GiB: "
-            f"{'met' if item['kept_ok'] and item['speed_ok'] else 'MISSED'}"
-        )
     sys.stdout.flush()
     return 0
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes-gib", type=float, nargs="+", default=[3.0, 12.0])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=4)
-    parser.add_argument(
-        "--rounds", type=int, default=2, help="bursts per process; the second shows reuse"
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks run host-heap", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument(
-        "--cases", nargs="+", choices=list(CASES_BY_NAME), default=list(CASES_BY_NAME)
-    )
-    parser.add_argument("--block-min-mib", type=int, default=1)
-    parser.add_argument("--block-max-mib", type=int, default=24)
-    parser.add_argument("--small-bytes", type=int, default=4096)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--jemalloc", help="path of libjemalloc.so.2 (default: search)")
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
-    parser.add_argument("--timeout-s", type=float, default=300.0)
-    parser.add_argument("--kept-fraction-max", type=float, default=0.01)
-    parser.add_argument("--trim-s-per-gib-max", type=float, default=0.1)
-    parser.add_argument(
+    add = parser.add_argument
+    add("--sizes-gib", type=float, nargs="+", default=[3.0, 12.0])
+    add("--repeats", type=int, default=3)
+    add("--threads", type=int, default=4)
+    add("--rounds", type=int, default=2, help="bursts per process; the second shows reuse")
+    add("--cases", nargs="+", choices=list(CASES_BY_NAME), default=list(CASES_BY_NAME))
+    add("--block-min-mib", type=int, default=1)
+    add("--block-max-mib", type=int, default=24)
+    add("--seed", type=int, default=1)
+    add("--small-bytes", type=int, default=4096)
+    add("--jemalloc", help="path of libjemalloc.so.2 (default: search)")
+    add("--output", type=Path, default=DEFAULT_OUTPUT)
+    add("--timeout-s", type=float, default=300.0)
+    add("--kept-fraction-max", type=float, default=0.01)
+    add("--trim-s-per-gib-max", type=float, default=0.1)
+    add(
         "--trim-threshold-after-raise",
         type=int,
         metavar="BYTES",
         help="after the first large free, fix glibc's trim threshold with mallopt (an "
         "alternative that shrinks thread-arena tops, at a cost: README); default: leave it",
     )
-    parser.add_argument("--worker", choices=list(CASES_BY_NAME), help=argparse.SUPPRESS)
+    add("--worker", choices=list(CASES_BY_NAME), help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def run(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the benchmark (or, with ``--worker``, one case in this process)."""
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     try:
@@ -845,4 +758,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

@@ -9,7 +9,7 @@ frees a block of the same size again and again (as a loop of CPU inference does 
 activations), with glibc's dynamic thresholds and with the fixed trim threshold, each case in a
 fresh process. Run from the repository root::
 
-    python benchmarks/host_heap/steady_loop.py
+    python -m benchmarks run host-heap-steady-loop
 
 It writes ``benchmarks/results/host_heap_steady_loop.json`` and prints the figures.
 """
@@ -68,8 +68,45 @@ def run_worker(block_mib: int, iterations: int, fixed: bool) -> Dict[str, Any]:
     }
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+MEASURES = harness.measures("""
+dynamic_s | dynamic thresholds | s | one allocate + touch + free with glibc's dynamic
+    thresholds, after a large free raised them (median of the iterations, then of the repeats)
+fixed_s | fixed trim threshold | s | the same with mallopt(M_TRIM_THRESHOLD, 128 KiB) set after
+    that raise
+ratio | fixed / dynamic | x | how many times longer the loop takes with the fixed threshold
+""")
+
+
+def steady_loop_result(
+    record: Dict[str, Any], runs: List[Dict[str, Any]], settings: Dict[str, Any]
+) -> Dict[str, Any]:
+    """A case per block size: the medians of both settings, their runs as its series."""
+    cases = []
+    for block_mib in dict.fromkeys(entry["block_mib"] for entry in runs):
+        own = [entry for entry in runs if entry["block_mib"] == block_mib]
+        medians = {
+            f"{kind}_s": statistics.median(r["median_s"] for r in own if r["case"] == kind)
+            for kind in ("dynamic", "fixed")
+        }
+        medians["ratio"] = medians["fixed_s"] / medians["dynamic_s"]
+        label = f"{block_mib} MiB block"
+        parameters = {"block_mib": block_mib}
+        entry = harness.case(
+            f"{block_mib}mib", label, medians, headline=True, parameters=parameters
+        )
+        cases.append({**entry, "series": {"runs": own}})
+    title = "What a fixed glibc trim threshold costs a loop that allocates and frees one block"
+    return harness.result(
+        "host-heap-steady-loop", title, record, MEASURES, cases, settings=settings
+    )
+
+
+def run(argv: Optional[Sequence[str]] = None) -> int:
+    """Run both settings for every block size (or, with ``--worker``, one in this process)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks run host-heap-steady-loop",
+        description=__doc__.split("\n\n")[0],
+    )
     parser.add_argument("--blocks-mib", type=int, nargs="+", default=[4, 16])
     parser.add_argument("--iterations", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3)
@@ -93,44 +130,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 )
                 figures.update({"case": case, "repeat": repeat})
                 runs.append(figures)
-    summary = []
-    for block_mib in args.blocks_mib:
-        medians = {
-            case: statistics.median(
-                r["median_s"] for r in runs if r["case"] == case and r["block_mib"] == block_mib
-            )
-            for case in ("dynamic", "fixed")
-        }
-        summary.append(
-            {
-                "block_mib": block_mib,
-                "dynamic_s": medians["dynamic"],
-                "fixed_s": medians["fixed"],
-                "ratio": medians["fixed"] / medians["dynamic"],
-            }
-        )
-    document = {
-        "schema": 1,
-        "settings": {
-            "blocks_mib": args.blocks_mib,
-            "iterations": args.iterations,
-            "repeats": args.repeats,
-            "fixed_trim_threshold": FIXED_TRIM_THRESHOLD,
-            "threshold_raising_bytes": run.THRESHOLD_RAISING_BYTES,
-        },
-        "runs": runs,
-        "summary": summary,
+    settings = {
+        "iterations": args.iterations,
+        "repeats": args.repeats,
+        "fixed_trim_threshold": FIXED_TRIM_THRESHOLD,
+        "threshold_raising_bytes": run.THRESHOLD_RAISING_BYTES,
     }
-    harness.save_result(args.output, "host_heap_steady_loop", document, record)
-    for entry in summary:
+    document = steady_loop_result(record, runs, settings)
+    harness.save_result(args.output, document)
+    for entry in document["cases"]:
+        figures = entry["figures"]
         print(
-            f"{entry['block_mib']:>4} MiB block: allocate + touch + free "
-            f"{entry['dynamic_s'] * 1e3:.3f} ms with glibc's dynamic thresholds, "
-            f"{entry['fixed_s'] * 1e3:.3f} ms with a fixed trim threshold "
-            f"({entry['ratio']:.1f}x)"
+            f"{entry['label']}: allocate + touch + free {figures['dynamic_s'] * 1e3:.3f} ms "
+            f"with glibc's dynamic thresholds, {figures['fixed_s'] * 1e3:.3f} ms with a fixed "
+            f"trim threshold ({figures['ratio']:.1f}x)"
         )
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

@@ -7,25 +7,21 @@ sampler thread every millisecond. The overshoot is the peak of that sum above it
 the start; with the model on the GPU at the start, upstream's ``module.to("cpu")`` overshoots
 by about the model size W.
 
-Strategies are named in ``benchmarks/strategies.py`` (``OFFLOAD_STRATEGIES``: ``upstream``,
-``step-1GiB-plain``, ``fork``, ``fork-plain``, the other release steps, THP off, page-locking
-refused, and the designs not in the overlay); a new one is an entry there. Plans are named
-lists of cases (:data:`PLANS`): ``headline`` (the README's and the docs' figures: every shape,
-the fork against ``module.to`` and the 1 GiB step side by side), ``designs`` (the designs not
-in the overlay against it), ``steps`` (the release steps), ``shapes`` (every shape, probed and
-timed), ``two-gpus`` (a model on two GPUs).
+Strategies are named in ``benchmarks/strategies.py`` (``OFFLOAD_STRATEGIES``); a new one
+is an entry there. Plans are named lists of cases (:data:`PLANS`): ``headline`` (the README's
+and the docs' figures) and ``shapes`` (every shape, probed and timed).
 
 Tensor mixes:
 
 * ``llm``: an LLM-like fp16 model, untied 0.98 GiB embedding and output matrix;
 * ``small``: one 1 GiB tensor, then fp16 tensors of 2-6 MiB with a 100 MiB one every 40;
 * ``fp32-64MiB``: fp32 layers of 64 MiB each;
+* ``one-large``: one tensor of two thirds of the model, then 32 MiB ones;
 * ``llama-untied``, ``llama-tied``: transformers ``LlamaForCausalLM`` of the 8B class (hidden
   4096, 14336 MLP, 8 KV heads, 128256 tokens), as many layers as the size allows, built as
   users build it: initialised in fp32 on the GPU, then ``.to(torch.bfloat16)``;
 * ``qwen2``: transformers ``Qwen2ForCausalLM`` of the 32B class (hidden 5120, 27648 MLP),
-  built the same way;
-* ``llm-2gpu``: ``llm`` with every other layer on a second GPU.
+  built the same way.
 
 Each case also reads the CUDA caching allocator's segments before the move
 (``torch.cuda.memory_snapshot()``): ``largest_segment_live_bytes`` is the most memory of
@@ -45,7 +41,6 @@ Usage (on a machine with a GPU; each case runs in a process of its own)::
 
     python -m benchmarks run offload --plan headline --out offload_headline.json \
         --timing-out offload_headline_timing.json
-    python -m benchmarks run offload --plan designs --sizes 8 --out /tmp/designs.json
 """
 
 from __future__ import annotations
@@ -81,19 +76,10 @@ class PlanCase:
     timed: int = 1
 
 
-def _every(size_gib: int, mix: str, names: List[str]) -> List[PlanCase]:
-    return [PlanCase(size_gib, mix, name) for name in names]
-
-
-# Designs not in the overlay, each beside the shipped overlay on the same two models.
-DESIGNS = [
-    "fork",
-    "fork-chunk-32MiB",
-    "fork-chunk-64MiB",
-    "packed",
-    "packed-slab",
-    "direct-locked",
-]
+# The other shapes of the fork, and its variants at 8 GiB.
+SHAPES = [(24, "llm"), (64, "llm"), (24, "small"), (60, "small"), (24, "fp32-64MiB")]
+SHAPES += [(15, "llama-untied"), (14, "llama-tied"), (61, "qwen2")]
+VARIANTS = ["fork", "fork-plain", "fork-thp-never", "fork-plain-thp-never", "fork-lock-fails"]
 
 # Every plan, most wanted case first (a run cut short keeps the cases it finished).
 PLANS: Dict[str, List[PlanCase]] = {
@@ -114,29 +100,9 @@ PLANS: Dict[str, List[PlanCase]] = {
         PlanCase(61, "qwen2", "fork", probed=False),
         PlanCase(60, "small", "fork", probed=False),
     ],
-    "designs": [case for mix in ("llm", "small") for case in _every(8, mix, DESIGNS)],
-    # The designs that won at 8 GiB, against the shipped overlay at the headline's 24 GiB.
-    "designs-24gib": [
-        PlanCase(24, mix, name, timed=2)
-        for mix in ("llm", "small")
-        for name in ("fork", "fork-current-stream", "fork-current-stream-32MiB", "fork-chunk-32MiB")
-    ],
-    "steps": [
-        *_every(3, "llm", ["upstream", "step-1GiB-plain", "fork-plain", "fork", "fork-step-0",
-                           "fork-step-64MiB", "fork-step-256MiB"]),
-        *_every(3, "one-large", ["upstream", "fork-plain", "fork"]),
-        *_every(24, "llm", ["upstream", "step-1GiB-plain", "fork-plain", "fork", "fork-step-0",
-                            "fork-step-64MiB"]),
-    ],
-    "shapes": [
-        *[PlanCase(size, mix, "fork") for size, mix in (
-            (24, "llm"), (64, "llm"), (24, "small"), (60, "small"), (24, "fp32-64MiB"),
-            (15, "llama-untied"), (14, "llama-tied"), (61, "qwen2"))],
-        *_every(8, "llm", ["fork", "fork-plain", "fork-thp-never", "fork-plain-thp-never",
-                           "fork-lock-fails"]),
-    ],
-    "two-gpus": _every(24, "llm-2gpu", ["fork", "fork-plain"]),
-}  # fmt: skip
+    "shapes": [PlanCase(size, mix, "fork") for size, mix in SHAPES]
+    + [PlanCase(8, "llm", name) for name in VARIANTS],
+}
 
 
 def host_rss() -> int:
@@ -180,15 +146,12 @@ def build_model(size_gib: int, mix: str) -> Any:
     total = size_gib * GiB
     module = torch.nn.Module()
     hidden = 4096
-    devices = [torch.device("cuda", 0)]
-    if mix == "llm-2gpu":
-        devices.append(torch.device("cuda", 1))
 
-    def add(name: str, *shape: int, dtype: Any = torch.float16, device: int = 0) -> None:
-        weight = torch.randn(*shape, dtype=dtype, device=devices[device])
+    def add(name: str, *shape: int, dtype: Any = torch.float16) -> None:
+        weight = torch.randn(*shape, dtype=dtype, device="cuda")
         module.register_parameter(name, torch.nn.Parameter(weight))
 
-    if mix in ("llm", "llm-2gpu"):
+    if mix == "llm":
         vocab = 32000 if size_gib < 8 else 128256
         add("embed", vocab, hidden)
         add("lm_head", vocab, hidden)
@@ -208,7 +171,7 @@ def build_model(size_gib: int, mix: str) -> Any:
         layer = 0
         while used + layer_bytes <= total:
             for name, shape in layer_shapes.items():
-                add(f"l{layer}_{name}", *shape, device=layer % len(devices))
+                add(f"l{layer}_{name}", *shape)
             used += layer_bytes
             layer += 1
     elif mix == "one-large":
@@ -240,24 +203,16 @@ def build_model(size_gib: int, mix: str) -> Any:
     return module
 
 
-# transformers models: (config class, config arguments, bytes of one layer in bf16)
+# transformers models: (config class, config arguments)
+_LLAMA = dict(hidden_size=4096, intermediate_size=14336, num_attention_heads=32)
+_LLAMA.update(num_key_value_heads=8, vocab_size=128256)
+_QWEN2 = dict(hidden_size=5120, intermediate_size=27648, num_attention_heads=40)
+_QWEN2.update(num_key_value_heads=8, vocab_size=152064, tie_word_embeddings=False)
 TRANSFORMERS_MIXES = {
-    "llama-untied": (
-        "LlamaConfig",
-        dict(hidden_size=4096, intermediate_size=14336, num_attention_heads=32,
-             num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=False),
-    ),
-    "llama-tied": (
-        "LlamaConfig",
-        dict(hidden_size=4096, intermediate_size=14336, num_attention_heads=32,
-             num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=True),
-    ),
-    "qwen2": (
-        "Qwen2Config",
-        dict(hidden_size=5120, intermediate_size=27648, num_attention_heads=40,
-             num_key_value_heads=8, vocab_size=152064, tie_word_embeddings=False),
-    ),
-}  # fmt: skip
+    "llama-untied": ("LlamaConfig", {**_LLAMA, "tie_word_embeddings": False}),
+    "llama-tied": ("LlamaConfig", {**_LLAMA, "tie_word_embeddings": True}),
+    "qwen2": ("Qwen2Config", _QWEN2),
+}
 
 
 def build_transformers_model(size_gib: int, mix: str) -> Any:
@@ -295,7 +250,7 @@ def run_case(size_gib: int, mix: str, strategy: str, probes: bool = True) -> Dic
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    chosen = strategies.offload_strategy(strategy)
+    chosen = strategies.OFFLOAD_BY_NAME[strategy]
     if chosen.thp_never:
         strategies.disable_huge_pages_for_this_process()
     overlay = load_overlay()
@@ -448,21 +403,6 @@ def segment_figures(tensors: Dict[int, int]) -> Dict[str, Any]:
 # ------------------------------------------------------------------------------------------
 
 
-def print_table(cases: List[Dict[str, Any]]) -> None:
-    header = f"{'model':>17} {'strategy':>20} {'overshoot':>10} {'x W':>6} {'-largest':>9} {'-floor':>9} {'time':>7} {'GB/s':>6} {'host-W':>7}"
-    print(header)
-    print("-" * len(header))
-    for c in cases:
-        print(
-            f"{c['size_gib']:>4} GiB {c['mix']:>8.8s} {c['strategy']:>20}"
-            f" {c['overshoot_bytes'] / GiB:>6.2f} GiB {c['overshoot_W']:>6.2f}"
-            f" {c['overshoot_over_largest_MiB']:>5.0f} MiB"
-            f" {c.get('overshoot_over_floor_MiB', float('nan')):>5.0f} MiB"
-            f" {c['seconds']:>6.2f}s {c['GBps']:>6.2f}"
-            f" {c['host_after_minus_W_MiB']:>4.0f} MiB"
-        )
-
-
 def copy_ceiling(repeats: int = 5) -> Dict[str, Any]:
     """The host's CPU-copy ceiling: 1 GiB from page-locked memory into fresh huge pages.
 
@@ -593,18 +533,130 @@ def host_limit(repeats: int = 3) -> Dict[str, Any]:
     return figures
 
 
-def add_fractions(
-    case: Dict[str, Any], ceiling: Dict[str, Any], limit: Optional[Dict[str, Any]]
-) -> None:
+def add_fractions(case: Dict[str, Any], ceiling: Dict[str, Any], limit: Dict[str, Any]) -> None:
     """The case's GB/s as a fraction of the same run's CPU-copy ceiling (best and median) and
     of the host's limit for its strategy's traffic (:func:`host_limit`)."""
     case["fraction_of_copy_ceiling"] = case["GBps"] / ceiling["GBps"]
     case["fraction_of_median_copy_ceiling"] = case["GBps"] / ceiling["median_GBps"]
-    if limit is not None:
-        traffic = strategies.offload_strategy(case["strategy"]).traffic
-        case["traffic_bytes_per_byte"] = traffic
-        case["host_limit_GBps"] = limit["limit_GBps"][str(traffic)]
-        case["fraction_of_host_limit"] = case["GBps"] / case["host_limit_GBps"]
+    traffic = strategies.OFFLOAD_BY_NAME[case["strategy"]].traffic
+    case["traffic_bytes_per_byte"] = traffic
+    case["host_limit_GBps"] = limit["limit_GBps"][str(traffic)]
+    case["fraction_of_host_limit"] = case["GBps"] / case["host_limit_GBps"]
+
+
+# What each figure of a case or of the run's ceilings is (the result file carries it).
+MEASURES = harness.measures("""
+W_bytes | model size W | bytes | bytes of the model's parameters and buffers
+tensors | tensors |  | tensors the model holds
+largest_tensor_bytes | largest tensor | bytes | bytes of the model's largest tensor
+segments | segments |  | CUDA caching allocator segments holding the model before the move
+segments_shared | shared segments |  | segments holding more than one tensor
+largest_segment_live_bytes | fullest segment | bytes | most bytes of tensors in one segment,
+    which no tensor-by-tensor move hands back before all of them moved
+largest_segment_bytes | largest segment | bytes | bytes of the largest segment
+overshoot_floor_bytes | overshoot floor | bytes | the larger of the largest tensor and the
+    fullest segment
+overshoot_bytes | overshoot | bytes | peak of host RSS + CUDA reserved memory during the move,
+    above its value at the start (probed runs)
+overshoot_W | overshoot (W) | W | the overshoot in multiples of the model size W: the memory
+    held twice
+overshoot_over_floor_MiB | overshoot - floor | MiB | the overshoot less its floor (target: at
+    most 64 MiB)
+overshoot_over_largest_MiB | overshoot - largest tensor | MiB | the overshoot less the largest
+    tensor
+overshoot_ops_bytes | overshoot, per operation | bytes | the overshoot as the probe after every
+    tensor operation saw it
+overshoot_sampler_bytes | overshoot, sampled | bytes | the overshoot as the 1 ms sampler thread
+    saw it
+host_rise_at_copies_bytes | host rise at copies | bytes | host RSS rise seen at the tensor
+    copies
+probe_warm_up_host_bytes | probe warm-up | bytes | host memory the probes took before the move
+    (left out of the overshoot)
+sampler_samples | samples |  | samples the sampler thread took
+seconds | seconds | s | wall time of the move
+GBps | speed | GB/s | model size W / seconds of the move (GB = 1e9 bytes)
+host_after_minus_W_MiB | host after - W | MiB | host RSS after the move less W, above the start
+cuda_reserved_after_MiB | CUDA reserved after | MiB | memory the CUDA caching allocator still
+    reserves after the move
+fraction_of_copy_ceiling | of copy ceiling |  | speed / the run's copy ceiling (target 0.75;
+    0.6 for the small mix's 2-6 MiB tensors)
+fraction_of_median_copy_ceiling | of median copy ceiling |  | speed / the median of the copy
+    ceiling's samples
+host_limit_GBps | host limit | GB/s | the host's memory bandwidth over the strategy's bytes of
+    traffic per moved byte
+fraction_of_host_limit | of host limit |  | speed / the host limit for the strategy
+ceiling_GBps | copy ceiling | GB/s | 1 GiB from page-locked memory into fresh huge pages with
+    every core, best of the samples
+ceiling_median_GBps | copy ceiling, median | GB/s | the median of the same samples
+copy_GBps | plain copy | GB/s | a large copy between pre-faulted buffers, every core
+read_GBps | read-only pass | GB/s | a read-only pass over pre-faulted memory, every core
+write_GBps | write pass | GB/s | a write pass over pre-faulted memory, every core
+fault_in_GBps | fault-in | GB/s | fresh huge pages faulted in from every core
+dma_pinned_GBps | DMA into pinned | GB/s | a DMA into a reused page-locked buffer
+chunked_copy_fresh_GBps | chunked copy, fresh | GB/s | the fast path's 16 MiB chunked copy into
+    fresh memory
+chunked_copy_prefaulted_GBps | chunked copy, pre-faulted | GB/s | the same copy into memory
+    faulted in before
+bandwidth_GBps | memory bandwidth | GB/s | the larger of 2 x the plain copy and the read-only
+    pass
+limit_2_GBps | limit at 2 bytes of traffic | GB/s | bandwidth / 2 (DMA into the destination)
+limit_4_GBps | limit at 4 bytes of traffic | GB/s | bandwidth / 4 (a path through page-locked
+    chunks)
+""")
+# A case's settings, not its figures.
+PARAMETERS = ("size_gib", "mix", "strategy", "probes", "repeat", "torch_threads", "devices")
+PARAMETERS += ("traffic_bytes_per_byte",)
+
+
+def _ceiling_case(case_id: str, label: str, ceiling: Dict[str, Any]) -> Dict[str, Any]:
+    figures = {"ceiling_GBps": ceiling["GBps"], "ceiling_median_GBps": ceiling["median_GBps"]}
+    parameters = {"kind": "ceiling", "threads": ceiling["threads"], "bytes": ceiling["bytes"]}
+    series = {"samples_GBps": ceiling["samples_GBps"]}
+    return harness.case(case_id, label, figures, parameters=parameters, series=series)
+
+
+def _move_case(raw: Dict[str, Any]) -> Dict[str, Any]:
+    """One moved model's case, labelled from the strategies' registry."""
+    size, mix, name = raw["size_gib"], raw["mix"], raw["strategy"]
+    repeat = f"-r{raw['repeat']}" if raw.get("repeat") else ""
+    strategy = strategies.OFFLOAD_BY_NAME[name]
+    label = f"{size} GiB {mix}, {strategy.label} (`{name}`)"
+    figures = {k: v for k, v in raw.items() if k not in PARAMETERS}
+    parameters = {k: raw[k] for k in PARAMETERS if k in raw}
+    case_id = f"{size}gib-{mix}-{name}{repeat}"
+    return harness.case(case_id, label, figures, headline=strategy.headline, parameters=parameters)
+
+
+def offload_result(
+    record: Dict[str, Any],
+    cases: List[Dict[str, Any]],
+    ceiling: Dict[str, Any],
+    limit: Dict[str, Any],
+    settings: Dict[str, Any],
+) -> Dict[str, Any]:
+    """The result file of one run's probed (or timed) cases, with the run's ceilings and the
+    host's limit as cases of their own (``parameters.kind``)."""
+    entries = [_move_case(raw) for raw in cases]
+    entries.append(_ceiling_case("copy-ceiling", "copy ceiling, before the cases", ceiling))
+    if "after_cases" in ceiling:
+        after = ceiling["after_cases"]
+        entries.append(_ceiling_case("copy-ceiling-after", "copy ceiling, after the cases", after))
+    figures = {k: v for k, v in limit.items() if k.endswith("_GBps") and k != "limit_GBps"}
+    for count, value in limit["limit_GBps"].items():
+        figures[f"limit_{count}_GBps"] = value
+    parameters = {"kind": "limit", "threads": limit["threads"]}
+    entries.append(harness.case("host-limit", "the host's limit", figures, parameters=parameters))
+    used = dict.fromkeys(raw["strategy"] for raw in cases)
+    described = (f"`{n}`: {strategies.OFFLOAD_BY_NAME[n].description}" for n in used)
+    notes = ["Strategies: " + "; ".join(described) + "."]
+    notes.append("Cases that share a label are timed repeats of one configuration.")
+    probed = any(case.get("probes", True) for case in cases)
+    what = "host + GPU memory held during the move (memory probes on)"
+    what = what if probed else "speed of the move (no memory probes)"
+    title = f"Offloading a model from the GPU to the CPU: {what}, per model and strategy"
+    return harness.result(
+        "offload", title, record, MEASURES, entries, notes=notes, settings=settings
+    )
 
 
 def run_one(size: int, mix: str, strategy: str, probes: bool) -> Optional[Dict[str, Any]]:
@@ -650,41 +702,22 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks run offload", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("--case", help=argparse.SUPPRESS)
-    parser.add_argument(
-        "--plan", choices=list(PLANS), default="headline", help="named list of cases to run"
-    )
-    parser.add_argument("--sizes", type=int, nargs="*", help="model sizes (GiB) to run")
-    parser.add_argument("--mixes", nargs="*", help="tensor mixes to run")
-    parser.add_argument(
-        "--strategies",
-        nargs="*",
-        choices=list(strategies.OFFLOAD_BY_NAME),
-        help="strategies to run (benchmarks/strategies.py)",
-    )
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON file to write")
-    parser.add_argument(
-        "--no-probes", action="store_true", help="measure time only, without the memory probes"
-    )
-    parser.add_argument(
-        "--timing-out",
-        type=Path,
-        help="also run every case without probes and write those cases to this file",
-    )
-    parser.add_argument(
-        "--repeats",
-        type=int,
-        help="timed runs of every case, side by side (default: as the plan says)",
-    )
-    parser.add_argument(
-        "--probe-strategies",
-        nargs="*",
-        help="with --timing-out: probe only these strategies (default: every one)",
-    )
+    add = parser.add_argument
+    add("--case", help=argparse.SUPPRESS)
+    add("--plan", choices=list(PLANS), default="headline", help="named list of cases to run")
+    add("--sizes", type=int, nargs="*", help="model sizes (GiB) to run")
+    add("--mixes", nargs="*", help="tensor mixes to run")
+    add("--strategies", nargs="*", choices=list(strategies.OFFLOAD_BY_NAME))
+    add("--out", type=Path, default=DEFAULT_OUT, help="JSON file to write")
+    add("--no-probes", action="store_true", help="time only, without the memory probes")
+    add("--timing-out", type=Path, help="also time every case unprobed, into this file")
+    add("--repeats", type=int, help="timed runs of every case (default: the plan's)")
+    add("--probe-strategies", nargs="*", help="with --timing-out: probe only these")
     return parser.parse_args(argv)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def run(argv: Optional[List[str]] = None) -> int:
+    """Run a plan's cases, each in a fresh process (or, with ``--case``, one in this one)."""
     args = parse_args(argv)
     if args.case:
         size, mix, strategy = args.case.split(":")
@@ -698,29 +731,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     ceiling = copy_ceiling()
     print(f"CPU-copy ceiling: {ceiling['GBps']:.2f} GB/s (median {ceiling['median_GBps']:.2f})")
     limit = host_limit()
-    print(
-        "host limit: "
-        + ", ".join(
-            f"{key} {value:.1f}" for key, value in limit.items() if isinstance(value, float)
-        )
-        + f"; per traffic count {limit['limit_GBps']}",
-        flush=True,
-    )
+    figures = [f"{k} {v:.1f}" for k, v in limit.items() if isinstance(v, float)]
+    print(f"host limit: {', '.join(figures)}; per traffic count {limit['limit_GBps']}")
     probed: List[Dict[str, Any]] = []
     timed: List[Dict[str, Any]] = []
     timing_out = args.timing_out or args.out
 
     def save() -> None:
-        body = {
-            "host_warm_up_s": warm_up_s,
-            "copy_ceiling": ceiling,
-            "host_limit": limit,
-            "total_seconds": time.perf_counter() - began,
-        }
-        if any(case[3] for case in cases):
-            harness.save_result(args.out, "offload", {**body, "cases": probed}, record)
-        if any(case[4] for case in cases):
-            harness.save_result(timing_out, "offload", {**body, "cases": timed}, record)
+        settings = {"host_warm_up_s": warm_up_s, "total_seconds": time.perf_counter() - began}
+        for path, done in ((args.out, probed), (timing_out, timed)):
+            if done:
+                document = offload_result(record, done, ceiling, limit, settings)
+                harness.save_result(path, document)
 
     for size, mix, strategy, probe, timed_runs in cases:
         runs = ([(True, 0)] if probe else []) + [(False, repeat) for repeat in range(timed_runs)]
@@ -731,21 +753,14 @@ def main(argv: Optional[List[str]] = None) -> int:
             case["repeat"] = repeat
             add_fractions(case, ceiling, limit)
             (probed if probes else timed).append(case)
-            print(
-                f"{size:>3} GiB {mix:>12} {strategy:>20} {'probed' if probes else 'timed':>6}:"
-                f" overshoot {case['overshoot_W']:.3f} W"
-                f" ({case['overshoot_over_floor_MiB']:+.0f} MiB over the floor),"
-                f" {case['GBps']:.2f} GB/s = {case['fraction_of_copy_ceiling']:.2f} x ceiling"
-                f" = {case['fraction_of_host_limit']:.2f} x host limit",
-                flush=True,
-            )
+            kind = "probed" if probes else "timed"
+            print(f"{size} GiB {mix} {strategy} {kind}: {case['overshoot_W']:.3f} W,", end=" ")
+            print(f"{case['GBps']:.2f} GB/s", flush=True)
             save()
     ceiling["after_cases"] = copy_ceiling()
     save()
-    print()
-    print_table(probed + timed)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

@@ -5,9 +5,6 @@
 * ``.. cli-options:: build``: its options as a definition list, each help text expanded as
   ``--help`` prints it (``%(default)s`` becomes the default), so that the pages never drift
   from the tool.
-
-The directives replace the ones of the same names that ``benchmark_tables`` registers (this
-extension is loaded after it, and overrides them).
 """
 
 from __future__ import annotations

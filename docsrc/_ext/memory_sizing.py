@@ -10,8 +10,7 @@ examples. Everything that states a peak is drawn from it, so that nothing can di
   the page by the ``sizing-calculator`` directive and does the same arithmetic as
   :func:`evaluate` (``tests/docs/test_memory_sizing.py`` runs both on the same cases);
 * the page's tables: ``memory-terms``, ``memory-formulas`` and ``memory-examples``;
-* the README's block between ``<!-- memory-sizing:start -->`` and ``<!-- memory-sizing:end -->``:
-  ``python docsrc/_ext/memory_sizing.py`` rewrites it, ``--check`` says whether it drifted.
+* the README's block ``memory-sizing`` (:func:`readme_block`, written by ``readme.py``).
 
 A term whose value was measured here names its result file, case and field; :func:`load` reads
 the value from that file, so a rerun of the benchmark changes every figure drawn from it.
@@ -19,22 +18,20 @@ the value from that file, so a rerun of the benchmark changes every figure drawn
 
 from __future__ import annotations
 
-import argparse
 import html
 import json
 import logging
 import math
-import sys
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
+
+import results
 
 logger = logging.getLogger(__name__)
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 DATA = REPOSITORY / "docsrc" / "_data" / "memory_terms.json"
-README = REPOSITORY / "README.md"
-MARKERS = ("<!-- memory-sizing:start -->", "<!-- memory-sizing:end -->")
 GB = 1e9
 # Around a label in the calculator's embedded data, until the build knows which page has it.
 REFERENCE = "@@"
@@ -53,23 +50,17 @@ def _matches(item: Dict[str, Any], selector: Dict[str, Any]) -> bool:
     return all(item.get(key) == value for key, value in selector.items())
 
 
-def _measured(repository: Path, result: Dict[str, Any]) -> Dict[str, float]:
-    """The value of a measured term, from the case and field of the result file it names."""
-    path = repository / result["file"]
+def _measured(repository: Path, reference: Dict[str, Any]) -> Dict[str, float]:
+    """The value of a measured term: the figure of the case of the result file it names."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise SizingError(f"{result['file']}: cannot be read ({error})") from None
-    cases = [case for case in document.get("cases", []) if _matches(case, result["case"])]
-    if not cases or result["field"] not in cases[0]:
-        raise SizingError(
-            f"{result['file']}: no case {result['case']} with {result['field']!r}; "
-            "docsrc/_data/memory_terms.json names it"
-        )
-    value = float(cases[0][result["field"]])
-    if "digits" in result:
-        value = round(value, int(result["digits"]))
-    return {result["unit"]: value}
+        document = results.load(repository / reference["file"])
+        value = results.case(document, reference["case"])["figures"][reference["figure"]]
+    except (results.ResultError, KeyError) as error:
+        raise SizingError(f"docsrc/_data/memory_terms.json names {reference}: {error}") from None
+    value = float(value)
+    if "digits" in reference:
+        value = round(value, int(reference["digits"]))
+    return {reference["unit"]: value}
 
 
 def load(path: Path = DATA, repository: Path = REPOSITORY) -> Dict[str, Any]:
@@ -448,16 +439,8 @@ def readme_block(data: Dict[str, Any]) -> str:
         + "\n\n"
         + FORMULAS_NOTE
         + "\n\nGenerated from `docsrc/_data/memory_terms.json` by "
-        "`python docsrc/_ext/memory_sizing.py`.\n"
+        "`python docsrc/_ext/readme.py`.\n"
     )
-
-
-def render_readme(text: str, data: Dict[str, Any]) -> str:
-    start, end = MARKERS
-    begin, finish = text.find(start), text.find(end)
-    if begin < 0 or finish < begin:
-        raise SizingError(f"README.md has no {start} ... {end} block; add one where it goes")
-    return text[: begin + len(start)] + "\n" + readme_block(data) + text[finish:]
 
 
 # -- Sphinx: the directives --------------------------------------------------------------------
@@ -470,26 +453,10 @@ def _sphinx_directives() -> Dict[str, Any]:
     from docutils.parsers.rst import directives
     from sphinx import addnodes
     from sphinx.util.docutils import SphinxDirective
+    from sphinx_results import table_nodes
 
-    def table(header: Sequence[str], rows: Sequence[Sequence[Any]], classes: List[str]) -> Any:
-        built = nodes.table(classes=classes)
-        group = nodes.tgroup(cols=len(header))
-        built += group
-        for _ in header:
-            group += nodes.colspec(colwidth=1)
-        head = nodes.thead()
-        group += head
-        body = nodes.tbody()
-        group += body
-        for part, lines in ((head, [header]), (body, rows)):
-            for line in lines:
-                row = nodes.row()
-                for cell in line:
-                    entry = nodes.entry()
-                    entry += cell if isinstance(cell, nodes.Node) else nodes.paragraph(text=cell)
-                    row += entry
-                part += row
-        return built
+    def table(header: List[str], rows: List[List[Any]], classes: List[str]) -> Any:
+        return table_nodes(results.Table(header, rows), classes)[0]
 
     class _DataDirective(SphinxDirective):
         def data(self) -> Dict[str, Any]:
@@ -615,44 +582,3 @@ def setup(app: Any) -> Dict[str, Any]:
         app.add_directive(name, directive)
     app.connect("doctree-resolved", _resolve_references)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
-
-
-# -- the README's generator --------------------------------------------------------------------
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python docsrc/_ext/memory_sizing.py",
-        description="Regenerate the README's sizing block from docsrc/_data/memory_terms.json.",
-    )
-    parser.add_argument(
-        "--check", action="store_true", help="write nothing; exit 1 if the block has drifted"
-    )
-    parser.add_argument("--readme", type=Path, default=README, help="the README to rewrite")
-    args = parser.parse_args(argv)
-    try:
-        current = args.readme.read_text(encoding="utf-8")
-        expected = render_readme(current, load())
-    except (OSError, SizingError, KeyError, TypeError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    if args.check:
-        if expected != current:
-            print(
-                f"error: {args.readme.name}: the sizing block differs from "
-                "docsrc/_data/memory_terms.json; run python docsrc/_ext/memory_sizing.py",
-                file=sys.stderr,
-            )
-            return 1
-        return 0
-    if expected != current:
-        temporary = args.readme.with_name(f".{args.readme.name}.tmp")
-        temporary.write_text(expected, encoding="utf-8")
-        temporary.replace(args.readme)
-        logger.info("rewrote %s", args.readme)
-    print(f"{args.readme.name}: the sizing block matches docsrc/_data/memory_terms.json")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,20 +1,20 @@
-"""The docs build, once per run, shared by every test of the built pages (pytest-xdist's
-workers share it through a lock file, as tests/site's workflow run is shared).
+"""The docs build, once per run for every worker (``build_once``), as a reader runs it.
 
-The build runs in a subprocess (Sphinx and matplotlib's own warnings are judged by ``-W``, not
-by pytest's warning filters), into a temporary folder, with the folders it imports from on
-``PYTHONPATH`` as ``make -C docsrc html`` puts them.
+``python -m sphinx -W --keep-going -n -b html docsrc OUT`` in a subprocess with nothing on
+``PYTHONPATH``: ``docsrc/conf.py`` finds its extensions itself, as Sphinx's convention has it
+(Sphinx's and matplotlib's own warnings are judged by ``-W``, not by pytest's filters).
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from filelock import FileLock
-from patched_wheel.site import docs_environment
+
+from tests.conftest import build_once
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 DOCSRC = REPOSITORY / "docsrc"
@@ -23,23 +23,19 @@ BUILD_TIMEOUT_S = 170
 
 @pytest.fixture(scope="session")
 def built_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Build the HTML docs once, as ``make -C docsrc html`` does; fail with Sphinx's output."""
-    shared = tmp_path_factory.getbasetemp().parent  # every worker's temporary folders' parent
-    out, doctrees = shared / "docs" / "html", shared / "docs" / "doctrees"
-    with FileLock(str(shared / "docs.lock")):
-        if not (out / "index.html").is_file():
-            _build(out, doctrees)
-    return out
+    """The HTML docs, built once; a failed build fails with Sphinx's output."""
+    return build_once(tmp_path_factory, "docs", _build) / "html"
 
 
-def _build(out: Path, doctrees: Path) -> None:
-    environment = dict(docs_environment(), MPLBACKEND="Agg", PYTHONWARNINGS="")
+def _build(folder: Path) -> None:
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    environment.update(MPLBACKEND="Agg", PYTHONWARNINGS="")
     command = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-n", "-q", "-b", "html"]
-    command += ["-d", str(doctrees), str(DOCSRC), str(out)]
+    command += ["-d", str(folder / "doctrees"), str(DOCSRC), str(folder / "html")]
     try:
         result = subprocess.run(
             command,
-            cwd=REPOSITORY,
+            cwd=folder.parent,
             env=environment,
             capture_output=True,
             text=True,

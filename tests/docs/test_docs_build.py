@@ -6,13 +6,15 @@ and no page loads anything from another host.
 
 from __future__ import annotations
 
+import html
+import json
 import re
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
+import results
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 DOCSRC = REPOSITORY / "docsrc"
@@ -91,7 +93,7 @@ def test_plots_are_drawn_from_the_results(built_html: Path) -> None:
     """The benchmark page shows the figures the plot directive drew at build time."""
     page = (built_html / "benchmarks.html").read_text(encoding="utf-8")
     images = re.findall(r'<img[^>]+src="([^"]+\.png)"', page)
-    assert len(images) >= 4, f"expected 4 or more plots on benchmarks.html, found {images}"
+    assert len(images) == len(results.PLOTS), f"benchmarks.html draws {images}"
     for image in images:
         assert (built_html / image).is_file(), f"benchmarks.html shows a missing image {image}"
 
@@ -112,8 +114,6 @@ def test_api_documents_the_overlay(built_html: Path) -> None:
 
 
 def test_supported_matrix_is_rendered_from_its_json(built_html: Path) -> None:
-    import json
-
     document = json.loads((DOCSRC / "_data" / "supported_matrix.json").read_text("utf-8"))
     page = (built_html / "getting_started" / "installation.html").read_text(encoding="utf-8")
     for release in document["releases"]:
@@ -139,37 +139,21 @@ def test_no_machine_local_paths(built_html: Path) -> None:
     assert not offending, f"pages show machine-local paths: {offending}"
 
 
-def test_result_commands_wrap(built_html: Path) -> None:
-    """Every command that wrote a result file carries the class whose style wraps it."""
-    page = (built_html / "benchmarks.html").read_text(encoding="utf-8")
-    blocks = re.findall(r'<div class="([^"]*highlight-console[^"]*)"', page)
-    commands = [classes for classes in blocks if "result-command" in classes]
-    assert len(commands) >= 5, f"result commands without the result-command class: {blocks}"
-
-
-def test_docs_show_the_readme_tables(built_html: Path) -> None:
+@pytest.mark.parametrize(
+    "name, page",
+    [
+        pytest.param("offload-memory", "tutorials/resource_memory/resource_management.html"),
+        pytest.param("host-heap", "tutorials/resource_memory/resource_management.html"),
+        pytest.param("offload-speed", "benchmarks.html"),
+        pytest.param("build-speed", "getting_started/installation.html"),
+    ],
+)
+def test_docs_show_the_readme_tables(built_html: Path, name: str, page: str) -> None:
     """The docs' copies of the README's tables hold the same figures as the README."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "readme_tables", REPOSITORY / "benchmarks" / "readme_tables.py"
-    )
-    assert spec is not None and spec.loader is not None
-    tables = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("readme_tables", tables)
-    spec.loader.exec_module(tables)
-    shown = {
-        "offload-headline": "tutorials/resource_memory/resource_management.html",
-        "host-heap": "tutorials/resource_memory/resource_management.html",
-        "offload-speed": "benchmarks.html",
-        "build-speed": "getting_started/installation.html",
-    }
-    for name, page in shown.items():
-        text = re.sub(r"<[^>]+>", "", (built_html / page).read_text(encoding="utf-8"))
-        for row in tables.TABLES[name]().rows:
-            for cell in row:
-                shown_cell = cell.replace("`", "")
-                assert shown_cell in text, f"{page} lacks {shown_cell!r} of table {name}"
+    text = re.sub(r"<[^>]+>", "", (built_html / page).read_text(encoding="utf-8"))
+    for row in results.table(name).rows:
+        for cell in row:
+            assert html.escape(cell.replace("`", ""), quote=False) in text, (page, cell)
 
 
 def test_api_says_what_private_helpers_are(built_html: Path) -> None:
@@ -198,24 +182,6 @@ def test_usage_lines_fit_the_page(built_html: Path) -> None:
             ), f"{page.name}: a usage line is broken inside an option group: {line!r}"
 
 
-def test_result_commands_fit_a_phone(built_html: Path) -> None:
-    """The command that wrote each result file comes one option to a line (backslash
-    continued), each line short enough for a phone, no word split across lines."""
-    import html as html_module
-
-    page = (built_html / "benchmarks.html").read_text(encoding="utf-8")
-    blocks = re.findall(r'<div class="[^"]*result-command[^"]*">.*?</pre>', page, re.S)
-    assert blocks, "benchmarks.html shows no result command"
-    for block in blocks:
-        command = html_module.unescape(re.sub(r"<[^>]+>", "", block)).strip()
-        lines = command.splitlines()
-        for line in lines[:-1]:
-            assert line.endswith(" \\"), f"a command line does not continue: {line!r}"
-        for line in lines:
-            words = line.rstrip(" \\").split()
-            assert len(line) <= 56 or len(words) == 1, f"a command line is too long: {line!r}"
-
-
 def test_phone_styles_break_no_word(built_html: Path) -> None:
     """fork.css never breaks a command or a name at an arbitrary letter, and never makes a
     plot wider than the page (issue 16: "offload_sha|pes.json", "upstrea|m", 150vw plots)."""
@@ -239,38 +205,18 @@ def test_long_inline_code_is_marked(built_html: Path) -> None:
 
 
 def test_figures_from_other_overlays_are_marked(built_html: Path) -> None:
-    """Each inline figure (``:result:``) drawn from a result file that does not name the
-    current overlay carries the dagger, and no other figure does: a page never passes off a
-    stale figure as a measurement of the overlay that ships."""
-    import importlib.util
-    import json
-
-    spec = importlib.util.spec_from_file_location(
-        "readme_tables", REPOSITORY / "benchmarks" / "readme_tables.py"
-    )
-    assert spec is not None and spec.loader is not None
-    tables = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("readme_tables", tables)
-    spec.loader.exec_module(tables)
-    current = tables.current_overlay_sha256()
-
-    def stale(stem: str) -> bool:
-        path = REPOSITORY / "benchmarks" / "results" / f"{stem}.json"
-        document = json.loads(path.read_text(encoding="utf-8"))
-        return not tables.overlay_mark(document, current).current
-
+    """Each inline figure (``:result:``) drawn from a result file that measured another
+    overlay than the current one carries the dagger, and no other figure does."""
     for source in sorted(DOCSRC.rglob("*.rst")):
         roles = re.findall(r":result:`([^`]+)`", source.read_text(encoding="utf-8"))
-        expected = 0
-        for role in roles:
-            words = role.split()
-            stems = [words[0].split("/")[0]]
-            if len(words) >= 3 and words[1] == "minus":
-                stems.append(words[2].split("/")[0])
-            expected += any(stale(stem) for stem in stems)
+        stale = [
+            role
+            for role in roles
+            if "not the current" in results.overlay_text(results.result_file(role.split()[0]))
+        ]
         page = built_html / source.relative_to(DOCSRC).with_suffix(".html")
-        shown = page.read_text(encoding="utf-8").count('class="stale-figure"')
-        assert shown == expected, f"{page.name}: {shown} figures marked, {expected} are stale"
+        shown = page.read_text(encoding="utf-8").count('<abbr title="measured on another')
+        assert shown == len(stale), f"{page.name}: {shown} figures marked, {len(stale)} stale"
 
 
 def test_no_printf_field_is_left_unexpanded(built_html: Path) -> None:

@@ -106,32 +106,6 @@ def test_no_measured_figure_is_typed_into_a_page(page: Path) -> None:
     assert typed == [], f"{page.name} types figures by hand: {typed}"
 
 
-def test_sizing_covers_each_setting_and_machine() -> None:
-    text = re.sub(r"\s+", " ", SIZING_PAGE.read_text(encoding="utf-8"))
-    for needed in (
-        ".. sizing-calculator::",
-        ".. memory-examples::",
-        ".. memory-formulas::",
-        ".. memory-terms::",
-        "enable_resource_partitioning",
-        "cpu_memory_budget",
-        "lazy_engine_init",
-        "enable_weight_streaming",
-        "torch_tensorrt.runtime.weight_streaming",
-        "dynamically_allocate_resources",
-        "ResourceAllocationStrategy",
-        "149,635,638,784 bytes",
-        "immutable_weights=False",
-        "serialized_engine",
-        "expandable_segments:True",
-        "MemAvailable",
-        "workspace_size",
-        "mmap=True",
-        "del model",
-    ):
-        assert needed in text, f"the memory page no longer covers {needed!r}"
-
-
 def _overlay_constant(name: str) -> str:
     for node in ast.parse(OVERLAY.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.Assign) and any(
@@ -147,22 +121,3 @@ def test_readme_names_the_switches(variable: str) -> None:
     """The README names the environment variables that turn each of the fork's changes off,
     as the overlay spells them."""
     assert f"{_overlay_constant(variable)}=0" in README.read_text(encoding="utf-8")
-
-
-def test_readme_answers_the_sizing_question() -> None:
-    """The README itself says how much host and GPU memory a compile takes, per setting and
-    per kind of machine, and sends the reader to the terms and their sources."""
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("## How much memory a compile needs") :]
-    section = section[: section.index("\n## ", 5)]
-    for needed in ("host peak", "GPU peak", "one shared memory", "DGX Spark", "GH200"):
-        assert needed in section
-    for setting in ("fork, defaults", "fork, offload on", "upstream release, offload on"):
-        assert setting in section
-    assert "docsrc/tutorials/resource_memory/resource_management.rst" in section
-
-
-def test_readme_sends_docs_builders_to_the_docs_requirements() -> None:
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Documentation") :]
-    assert "docsrc/requirements.txt" in section.split("## ", 2)[1]

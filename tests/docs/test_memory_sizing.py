@@ -11,7 +11,6 @@ and the worked table's settings without scrolling sideways.
 from __future__ import annotations
 
 import html
-import importlib.util
 import json
 import os
 import re
@@ -20,13 +19,12 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Dict, Iterator, List, Optional
 
+import memory_sizing as sizing
 import pytest
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-EXTENSION = REPOSITORY / "docsrc" / "_ext" / "memory_sizing.py"
 CALCULATOR = REPOSITORY / "docsrc" / "_static" / "sizing.js"
 MEMORY_PAGE = "tutorials/resource_memory/resource_management.html"
 GB = 1e9
@@ -40,18 +38,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-
-
-def _load_extension() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("memory_sizing", EXTENSION)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("memory_sizing", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-sizing = _load_extension()
 
 
 @pytest.fixture(scope="module")
@@ -89,12 +75,10 @@ def test_measured_terms_come_from_their_result_files(tmp_path: Path, data: Dict[
     term = sizing.term(data, "move_overlap_fork")
     result = term["result"]
     document = json.loads((REPOSITORY / result["file"]).read_text(encoding="utf-8"))
-    case = next(
-        c for c in document["cases"] if all(c.get(k) == v for k, v in result["case"].items())
-    )
-    assert term["low"] == term["high"] == {"bytes": case[result["field"]]}
+    figures = next(c for c in document["cases"] if c["id"] == result["case"])["figures"]
+    assert term["low"] == term["high"] == {"bytes": figures[result["figure"]]}
 
-    case[result["field"]] = 12345
+    figures[result["figure"]] = 12345
     (tmp_path / result["file"]).parent.mkdir(parents=True)
     (tmp_path / result["file"]).write_text(json.dumps(document), encoding="utf-8")
     shutil.copy(REPOSITORY / "benchmarks/results/offload_headline.json", tmp_path / "other.json")
@@ -105,23 +89,20 @@ def test_measured_terms_come_from_their_result_files(tmp_path: Path, data: Dict[
 def test_a_missing_result_case_is_one_error(tmp_path: Path) -> None:
     document = json.loads(sizing.DATA.read_text(encoding="utf-8"))
     measured = next(term for term in document["terms"] if "result" in term)
-    measured["result"]["case"] = {"size_gib": 999}
+    measured["result"]["case"] = "999gib-llm-fork"
     path = tmp_path / "memory_terms.json"
     path.write_text(json.dumps(document), encoding="utf-8")
     with pytest.raises(sizing.SizingError, match="no case"):
         sizing.load(path)
 
 
-def _upstream_wheel() -> Path:
+@pytest.mark.network
+def test_code_sources_are_upstream_code(data: Dict[str, Any]) -> None:
+    """Each file and function a term cites is in the official wheel of the release the data
+    file says it read (``upstream_release``)."""
     from wheel_helpers import fetch
 
-    return Path(fetch("2.14.0"))
-
-
-@pytest.mark.network
-def test_code_sources_are_upstream_2_14_code(data: Dict[str, Any]) -> None:
-    """Each file and function a term cites is in the official 2.14.0 wheel."""
-    with zipfile.ZipFile(_upstream_wheel()) as wheel:
+    with zipfile.ZipFile(fetch(data["upstream_release"])) as wheel:
         for term in data["terms"] + [data["partitioning"]]:
             for source in term["sources"]:
                 if source["kind"] != "code":
@@ -181,42 +162,6 @@ def test_partitioning_keeps_the_engines_bytes(data: Dict[str, Any]) -> None:
 
 
 # -- the README's block ------------------------------------------------------------------------
-
-
-def _run(*args: str) -> "subprocess.CompletedProcess[str]":
-    return subprocess.run(
-        [sys.executable, str(EXTENSION), *args], capture_output=True, text=True, timeout=60
-    )
-
-
-def test_readme_block_is_generated_from_the_data(data: Dict[str, Any]) -> None:
-    text = sizing.README.read_text(encoding="utf-8")
-    assert sizing.render_readme(text, data) == text, "run python docsrc/_ext/memory_sizing.py"
-    assert _run("--check").returncode == 0
-
-
-def test_check_names_a_drifted_block(tmp_path: Path) -> None:
-    readme = tmp_path / "README.md"
-    text = sizing.README.read_text(encoding="utf-8")
-    changed = text.replace("fork, offload on: fits", "fork, offload on: may fit", 1)
-    assert changed != text
-    readme.write_text(changed, encoding="utf-8")
-    result = _run("--check", "--readme", str(readme))
-    assert result.returncode == 1
-    assert "the sizing block differs" in result.stderr
-    assert readme.read_text(encoding="utf-8") == changed, "--check must not write"
-    assert _run("--readme", str(readme)).returncode == 0
-    assert readme.read_text(encoding="utf-8") == text
-    assert not list(tmp_path.glob(".*.tmp")), "a temporary file was left behind"
-
-
-def test_missing_marker_is_an_error(tmp_path: Path) -> None:
-    readme = tmp_path / "README.md"
-    text = sizing.README.read_text(encoding="utf-8").replace(sizing.MARKERS[0], "")
-    readme.write_text(text, encoding="utf-8")
-    result = _run("--check", "--readme", str(readme))
-    assert result.returncode == 1
-    assert result.stderr.startswith("error: README.md has no <!-- memory-sizing:start -->")
 
 
 # -- the calculator's arithmetic ---------------------------------------------------------------

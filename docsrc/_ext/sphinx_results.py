@@ -1,0 +1,131 @@
+"""Sphinx extension: the presenter's tables (``results.py``) as docutils nodes, and one role.
+
+Directives:
+
+* ``.. readme-table:: NAME``: the named table (``results.TABLES``) with its notes, as the
+  README shows it (the README holds a few of them; the docs show them all);
+* ``.. supported-matrix:: docsrc/_data/supported_matrix.json``: the matrix command's table.
+
+Plots go through matplotlib's ``plot`` directive (``results.plot("NAME")``; ``conf.py`` imports
+``results`` for it). The role ``:result:`STEM CASE MEASURE [FORMAT]``` writes one figure
+inline: the figure ``MEASURE`` of case ``CASE`` of ``benchmarks/results/STEM.json``, formatted
+with ``FORMAT`` (``.2f``; ``GiB:.2f``, ``MiB:.0f``, ``ms:.1f`` and ``%:.1f`` scale first), and a
+dagger when that file measured another overlay than the current one.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import results
+from docutils import nodes
+from docutils.parsers.rst.states import Inliner
+from sphinx.application import Sphinx
+from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util.docutils import SphinxDirective
+
+SCALES = {"GiB": 1 / results.GiB, "MiB": 1 / results.MiB, "ms": 1000.0, "%": 100.0}
+
+
+def paragraph(text: str) -> nodes.paragraph:
+    """Markdown-like ``text`` (written once for the README): `code` as literals, links as
+    their text, since the reader is already in the docs."""
+    node = nodes.paragraph()
+    text = re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", text)
+    for index, part in enumerate(text.split("`")):
+        if part:
+            node += nodes.literal(text=part) if index % 2 else nodes.Text(part)
+    return node
+
+
+def table_nodes(table: results.Table, classes: Sequence[str] = ("benchmark-table",)) -> List[Any]:
+    """A :class:`results.Table` as a docutils table, then its notes; a cell is text (as
+    :func:`paragraph` reads it) or a node."""
+    node = nodes.table(classes=list(classes))
+    group = nodes.tgroup(cols=len(table.header))
+    node += group
+    group.extend(nodes.colspec(colwidth=1) for _ in table.header)
+    for part, rows in ((nodes.thead(), [table.header]), (nodes.tbody(), table.rows)):
+        group += part
+        for cells in rows:
+            row = nodes.row()
+            for index, cell in enumerate(cells):
+                shown = cell if isinstance(cell, nodes.Node) else paragraph(cell)
+                row += nodes.entry("", shown, classes=["numeric"] if index else [])
+            part += row
+    return [node, *(paragraph(note) for note in table.notes)]
+
+
+class ReadmeTable(SphinxDirective):
+    """A named table of the presenter (module docstring)."""
+
+    required_arguments = 1
+
+    def run(self) -> List[nodes.Node]:
+        for path in results.RESULTS.glob("*.json"):
+            self.env.note_dependency(str(path))
+        try:
+            return table_nodes(results.table(self.arguments[0]))
+        except results.ResultError as error:
+            return [self.state_machine.reporter.error(str(error), line=self.lineno)]
+
+
+class SupportedMatrix(SphinxDirective):
+    """The supported releases, from the matrix command's data file."""
+
+    required_arguments = 1
+
+    def run(self) -> List[nodes.Node]:
+        path = results.REPOSITORY / self.arguments[0]
+        self.env.note_dependency(str(path))
+        return table_nodes(results.matrix_table(path))
+
+
+def result_role(
+    name: str,
+    rawtext: str,
+    text: str,
+    lineno: int,
+    inliner: Inliner,
+    options: Optional[Dict[str, Any]] = None,
+    content: Sequence[str] = (),
+) -> Tuple[List[nodes.Node], List[nodes.system_message]]:
+    """``:result:`STEM CASE MEASURE [FORMAT]```: one figure of a result file, inline."""
+    words = text.split()
+    try:
+        if len(words) not in (3, 4):
+            raise results.ResultError("write STEM CASE MEASURE [FORMAT]")
+        document = results.result_file(words[0])
+        inliner.document.settings.env.note_dependency(str(results.REPOSITORY / document["_file"]))
+        value = results.case(document, words[1])["figures"][words[2]]
+        unit, _, spec = words[3].rpartition(":") if len(words) == 4 else ("", "", "")
+        shown = format(value * SCALES.get(unit, 1.0), spec)
+    except (results.ResultError, KeyError, TypeError, ValueError) as error:
+        message = inliner.reporter.error(f":result:`{text}`: {error!r}", line=lineno)
+        return [inliner.problematic(rawtext, rawtext, message)], [message]
+    if "not the current" not in results.overlay_text(document):
+        return [nodes.Text(shown)], []
+    why = f"measured on another overlay: {results.overlay_text(document)}"
+    return [nodes.Text(shown), nodes.abbreviation("\u2020", "\u2020", explanation=why)], []
+
+
+class LongLiterals(SphinxPostTransform):
+    """Marks inline code with a word too long for a phone's line (a path) ``long-literal``,
+    the one kind of inline code ``fork.css`` lets break inside a word."""
+
+    default_priority = 400
+    formats = ("html",)
+
+    def run(self, **kwargs: Any) -> None:
+        for node in self.document.findall(nodes.literal):
+            if any(len(word) > 28 for word in node.astext().split()):
+                node["classes"].append("long-literal")
+
+
+def setup(app: Sphinx) -> Dict[str, Any]:
+    app.add_post_transform(LongLiterals)
+    app.add_directive("readme-table", ReadmeTable)
+    app.add_directive("supported-matrix", SupportedMatrix)
+    app.add_role("result", result_role)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
