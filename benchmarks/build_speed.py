@@ -46,12 +46,11 @@ from patched_wheel.config import (
     PLATFORMS,
     PYTHONS,
     TOOL_PATH,
-    BaseChoice,
-    BaseRequest,
 )
 from patched_wheel.lock import load_lock, open_base
 from patched_wheel.matrix import build_matrix, requests_for
 from patched_wheel.patch import build_patched_wheel
+from patched_wheel.settings import BaseChoice, BaseRequest
 from patched_wheel.splice import _calls as call_sites_cache
 from patched_wheel.verify import verify_file
 

@@ -38,10 +38,10 @@ from patched_wheel.config import (  # noqa: E402
     DEFAULT_RELEASE,
     REPOSITORY,
     SUPPORTED_RELEASES,
-    BaseRequest,
 )
 from patched_wheel.fetch import cached_base  # noqa: E402
 from patched_wheel.lock import load_lock  # noqa: E402
+from patched_wheel.settings import BaseRequest  # noqa: E402
 
 BUILD_REQUIREMENTS_DIR = REPOSITORY / ".cache" / "build-requirements"
 BUILD_REQUIREMENTS = ("packaging>=24", "pip")

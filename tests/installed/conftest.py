@@ -23,7 +23,7 @@ from installed_helpers import (
     probe,
     releases_to_test,
 )
-from patched_wheel.config import BaseRequest
+from patched_wheel.settings import BaseRequest
 
 
 @dataclass(frozen=True)

@@ -19,16 +19,11 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 import pytest
 from patched_wheel import PatchError
-from patched_wheel.config import (
-    DEFAULT_CACHE_DIR,
-    DEFAULT_OVERLAY,
-    REPOSITORY,
-    BaseChoice,
-    BaseRequest,
-)
+from patched_wheel.config import DEFAULT_CACHE_DIR, DEFAULT_OVERLAY, REPOSITORY
 from patched_wheel.fetch import cached_base
 from patched_wheel.lock import load_lock, open_base
 from patched_wheel.patch import build_patched_wheel
+from patched_wheel.settings import BaseChoice, BaseRequest
 from wheel_helpers import official_wheel
 
 T = TypeVar("T")

@@ -8,7 +8,8 @@ from typing import Dict, Tuple
 
 import pytest
 from helpers import make_wheel, release_repo, write_lock
-from patched_wheel.config import SUPPORTED_RELEASES, VARIABLES
+from patched_wheel.config import SUPPORTED_RELEASES
+from patched_wheel.settings import VARIABLES
 from wheel_helpers import fetch
 
 from benchmarks.harness import load_overlay

@@ -30,12 +30,10 @@ from patched_wheel.config import (
     REPOSITORY,
     RTX_RELEASES,
     TARGET,
-    BaseRequest,
-    canonical_distribution,
-    choice_from_environment,
 )
 from patched_wheel.lock import load_lock
 from patched_wheel.patch import FIXES, patch_wheel
+from patched_wheel.settings import BaseRequest, canonical_distribution, choice_from_environment
 from patched_wheel.splice import overlay_from_bytes
 from patched_wheel.wheel import BaseWheel
 from test_patch import ORIGIN, OVERLAY

@@ -40,8 +40,8 @@ def test_a_development_matrix_gets_no_index(released: Released) -> None:
 
 
 def test_a_release_the_lock_lacks_is_told_before_any_network(tmp_path: Path) -> None:
-    from patched_wheel.config import BaseRequest
     from patched_wheel.lock import load_lock
+    from patched_wheel.settings import BaseRequest
 
     lock = load_lock()
     assert "older than 2.8.0" in lock.unknown_request(BaseRequest("2.7.0"))

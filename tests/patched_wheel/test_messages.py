@@ -14,8 +14,9 @@ import pytest
 from helpers import make_wheel, run_tool
 from installed_helpers import official_wheel
 from patched_wheel import PatchError
-from patched_wheel.config import LOCK_FILE, REPOSITORY, BaseRequest, choice_from_environment
+from patched_wheel.config import LOCK_FILE, REPOSITORY
 from patched_wheel.lock import load_lock
+from patched_wheel.settings import BaseRequest, choice_from_environment
 
 
 @pytest.mark.parametrize(

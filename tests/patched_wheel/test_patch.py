@@ -18,16 +18,11 @@ import pytest
 from helpers import UTILS, make_wheel, pip_environment, run_tool
 from packaging.version import Version
 from patched_wheel import PatchError
-from patched_wheel.config import (
-    DEFAULT_OVERLAY,
-    REPOSITORY,
-    TARGET,
-    BaseChoice,
-    choice_from_environment,
-)
+from patched_wheel.config import DEFAULT_OVERLAY, REPOSITORY, TARGET
 from patched_wheel.lock import Lock, open_base
 from patched_wheel.patch import FIXES, Origin, patch_wheel, rewrite_metadata_version
 from patched_wheel.provenance import SourceRevision
+from patched_wheel.settings import BaseChoice, choice_from_environment
 from patched_wheel.splice import overlay_from_bytes
 from patched_wheel.wheel import BaseWheel, Entry, write_zip, zip_date_time
 
@@ -388,8 +383,8 @@ def test_an_unlocked_base_is_refused_where_installers_refuse_it(
 def test_a_local_install_never_reads_what_is_not_a_regular_file(tmp_path: Path, kind: str) -> None:
     """A FIFO would block for ever and /dev/zero never ends: neither is read."""
     from packaging.utils import canonicalize_name
-    from patched_wheel.config import BaseRequest
     from patched_wheel.fetch import local_install_wheel
+    from patched_wheel.settings import BaseRequest
 
     dist_info = "torch_tensorrt-2.99.0.dist-info"
     package = tmp_path / "torch_tensorrt"

@@ -7,10 +7,11 @@ from typing import Optional
 
 import pytest
 from patched_wheel import PatchError
-from patched_wheel.config import DEFAULT_CACHE_DIR, REPOSITORY, BaseRequest
+from patched_wheel.config import DEFAULT_CACHE_DIR, REPOSITORY
 from patched_wheel.fetch import cached_base
 from patched_wheel.lock import load_lock
 from patched_wheel.patch import current_label
+from patched_wheel.settings import BaseRequest
 
 LABEL = current_label()
 

@@ -26,7 +26,21 @@ if __package__ in (None, ""):  # ``python tools/patched_wheel``: load the packag
 
     sys.exit(_main())
 
-from . import PatchError, config, index, lock, matrix, patch, provenance, releases, site, verify
+from . import (
+    PatchError,
+    config,
+    console,
+    files,
+    index,
+    lock,
+    matrix,
+    patch,
+    provenance,
+    releases,
+    settings,
+    site,
+    verify,
+)
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -40,7 +54,7 @@ class _VersionAction(argparse.Action):
     """``--version``: the label a build here gives, worked out (from git) only when asked."""
 
     def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
-        with config.one_line_errors():
+        with console.one_line_errors():
             label, sha256 = patch.current_label(), patch.read_overlay()[0].sha256
         print(f"patched_wheel {label} (overlay sha256 {sha256[:8]}), default base release "
               f"{config.DEFAULT_RELEASE}")  # fmt: skip
@@ -53,13 +67,13 @@ def _shown(path: Path) -> str:
 
 
 def _build(args: argparse.Namespace) -> None:
-    unlocked = args.unlocked or config.unlocked_from_environment(os.environ)
+    unlocked = args.unlocked or settings.unlocked_from_environment(os.environ)
     if args.base_wheel is not None:
-        choice = config.BaseChoice(wheel=args.base_wheel, unlocked=unlocked)
+        choice = settings.BaseChoice(wheel=args.base_wheel, unlocked=unlocked)
     else:  # the options, else the environment of ``pip wheel .``
         given = (args.release, args.platform, args.python, args.distribution)
-        choice = config.choice_from_environment(os.environ, given, unlocked=unlocked)
-    out = config.output_folder(args.out)
+        choice = settings.choice_from_environment(os.environ, given, unlocked=unlocked)
+    out = files.output_folder(args.out)
     base = lock.open_base(choice, lock=lock.load_lock(args.lock), cache_dir=args.cache)
     print(patch.build_patched_wheel(base, out_dir=out, overlay_path=args.overlay))
 
@@ -76,7 +90,7 @@ def _listing_check(args: argparse.Namespace) -> Callable[[bytes, str], Optional[
 
 
 def _matrix(args: argparse.Namespace) -> None:
-    config.output_folder(args.out)
+    files.output_folder(args.out)
     requests = matrix.requests_for(args.release, args.platform, args.python, args.distribution)
     entries = matrix.build_matrix(requests, out_dir=args.out, cache_dir=args.cache,
                                   lock=lock.load_lock(args.lock), overlay_path=args.overlay,
@@ -87,7 +101,7 @@ def _matrix(args: argparse.Namespace) -> None:
         )
     document = matrix.matrix_document(entries, command=args.command_line)
     text = json.dumps(document, indent=2) + "\n"
-    config.write_text_atomically(args.out / "supported_matrix.json", text)
+    files.write_text_atomically(args.out / "supported_matrix.json", text)
     print(matrix.summary(entries))
     label, built = document["local_label"], sum(bool(entry.patched_wheel) for entry in entries)
     written = f"{built} wheels and supported_matrix.json in {args.out}"
@@ -99,7 +113,7 @@ def _matrix(args: argparse.Namespace) -> None:
             written = f"{built} wheels, supported_matrix.json and the simple index in {args.out} "
             written += f"({_install_line(index_dir)})"
     except PatchError as error:
-        print(f"no simple index: {config.escaped(str(error))}", file=sys.stderr)
+        print(f"no simple index: {console.escaped(str(error))}", file=sys.stderr)
     print(written)
     if args.update_docs:
         matrix.update_docs(entries, docs_matrix=config.DOCS_MATRIX, readme=config.README)
@@ -116,12 +130,12 @@ def _install_line(index_dir: Path) -> str:
     names = [name.replace("-", "_") for name in pages] or ["torch_tensorrt"]
     others = f" (or {', '.join(names[1:])})" if names[1:] else ""
     line = f"pip install --extra-index-url {index_dir.resolve().as_uri()} {names[0]}{others}"
-    return config.escaped(line)
+    return console.escaped(line)
 
 
 def _index(args: argparse.Namespace) -> None:
     index_dir = index.write_simple_index(args.dir, check=_listing_check(args))
-    print(f"{config.escaped(str(index_dir))}: {_install_line(index_dir)}")
+    print(f"{console.escaped(str(index_dir))}: {_install_line(index_dir)}")
 
 
 def _environment_base_wheel() -> Optional[Path]:
@@ -136,7 +150,7 @@ def _verify(args: argparse.Namespace) -> None:
         lock=lock.load_lock(args.lock),
         cache_dir=args.cache,
         base_wheel=args.base_wheel or _environment_base_wheel(),
-        unlocked=args.unlocked or config.unlocked_from_environment(os.environ),
+        unlocked=args.unlocked or settings.unlocked_from_environment(os.environ),
         overlay=args.overlay,
     )
     print(verification.report(full_diff=args.full_diff))
@@ -145,7 +159,7 @@ def _verify(args: argparse.Namespace) -> None:
 
 
 def _provenance(args: argparse.Namespace) -> None:
-    data = config.read_file(args.wheel, what="the patched wheel")
+    data = files.read_file(args.wheel, what="the patched wheel")
     print(provenance.format_record(verify.read_record(data, args.wheel.name)))
 
 
@@ -202,15 +216,15 @@ def argument_parser() -> argparse.ArgumentParser:
             name, help=doc, description=run.__doc__ or doc, formatter_class=_HelpFormatter
         )
         sub[name].set_defaults(run=run)
-    release, platform = config.canonical_release, config.canonical_platform
-    python, distribution = config.canonical_python, config.canonical_distribution
-    serving = config.platforms_serving(None)  # the running platform's tags, a generic one first
+    release, platform = settings.canonical_release, settings.canonical_platform
+    python, distribution = settings.canonical_python, settings.canonical_distribution
+    serving = settings.platforms_serving(None)  # the running platform's tags, a generic one first
     here = next((tag for tag in serving if not tag.startswith("linux_")), serving[0])
     unchecked = "; its bytes are then checked by nothing but its own RECORD"
     repeat, default = "repeat for more (default:", "%(default)s"
     # (the commands, the option's names, its settings), in the order the help lists them.
     options: List[Tuple[str, str, Dict[str, Any]]] = [
-        ("build", "--release", dict(type=config.release_or_installed,
+        ("build", "--release", dict(type=settings.release_or_installed,
          help=f"base release to fetch, or '{config.INSTALLED}' for the release, platform and "
          "Python of the installed torch_tensorrt (default: TORCHTRT_BASE_VERSION, else "
          f"{config.DEFAULT_RELEASE}, the newest supported)")),
@@ -264,9 +278,9 @@ def argument_parser() -> argparse.ArgumentParser:
         ("site", "--out", dict(type=Path, required=True,
          help="the site's folder (must not exist, or be empty)")),
     ]  # fmt: skip
-    for names, flag, settings in options:
+    for names, flag, keywords in options:
         for name in names.split():
-            sub[name].add_argument(flag, **settings)
+            sub[name].add_argument(flag, **keywords)
     return parser
 
 
@@ -286,7 +300,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     fixed = args.command == "build" and any((args.release, args.platform, args.python))
     if fixed and args.base_wheel:
         parser.error("--base-wheel fixes release, platform and Python; leave those options out")
-    with config.one_line_errors(), config.signals_unwind():  # SIGTERM anywhere: one line too
+    with console.one_line_errors(), console.signals_unwind():  # SIGTERM anywhere: one line too
         args.run(args)
     return 0
 

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import NoReturn, Optional
 
-from . import config
+from . import PatchError, config, console, files, settings
 from .fetch import installed_request
 from .lock import load_lock, open_base
 from .patch import build_origin, build_patched_wheel, patched_version, read_overlay
@@ -41,10 +41,10 @@ def build_wheel(
     metadata_directory: Optional[str] = None,
 ) -> str:
     """Write the patched wheel of the chosen base into ``wheel_directory``; its file name."""
-    with config.one_line_errors():
-        base = open_base(config.choice_from_environment(os.environ), lock=load_lock())
+    with console.one_line_errors():
+        base = open_base(settings.choice_from_environment(os.environ), lock=load_lock())
         if base.local_install:  # pip's temporary folder would not keep the original
-            raise config.PatchError(  # the class one_line_errors catches, re-exported by config
+            raise PatchError(
                 f"{base.filename} is a local install that no official wheel matches; build it "
                 "with 'python tools/patched_wheel build --release installed', which keeps the "
                 "original beside the patched wheel for the way back"
@@ -57,9 +57,9 @@ def build_wheel(
 def build_sdist(sdist_directory: str, config_settings: object = None) -> str:
     """Write ``torch_tensorrt-<patched version>.tar.gz``: the tree the build needs, reproducibly,
     with ``.source-revision.json`` for the provenance of a wheel built where there is no git."""
-    with config.one_line_errors():
+    with console.one_line_errors():
         # The patched version of the chosen base, known without the network
-        choice = config.choice_from_environment(os.environ)
+        choice = settings.choice_from_environment(os.environ)
         label = build_origin(read_overlay()[1]).label
         if choice.wheel is not None:
             release = parse_wheel_name(choice.wheel.name).written_version
@@ -88,7 +88,7 @@ def build_sdist(sdist_directory: str, config_settings: object = None) -> str:
                     info = tarfile.TarInfo(f"{top}/{name}")
                     info.size, info.mtime = len(data), mtime  # mode 0o644, owner 0: defaults
                     tar.addfile(info, io.BytesIO(data))
-        config.write_atomically(Path(sdist_directory) / f"{top}.tar.gz", sdist.getvalue())
+        files.write_atomically(Path(sdist_directory) / f"{top}.tar.gz", sdist.getvalue())
     return f"{top}.tar.gz"
 
 

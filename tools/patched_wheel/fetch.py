@@ -26,7 +26,7 @@ from typing import List, Optional, Tuple
 from packaging.tags import Tag, parse_tag
 from packaging.version import InvalidVersion, Version
 
-from . import PatchError, config
+from . import PatchError, config, files, settings
 from .releases import split_label
 from .wheel import header_values, record_hash, record_text
 
@@ -54,7 +54,7 @@ UNREACHABLE = ("NewConnectionError", "Failed to establish a new connection", "Co
 _INSTALLER_FILES = ("INSTALLER", "REQUESTED", "direct_url.json", "RECORD")
 # The installed torch_tensorrt: the base it stands for, its version, the folder its files are
 # relative to, its .dist-info folder's name ("" where it has no RECORD: an egg, a develop install).
-Installed = Tuple[config.BaseRequest, str, Path, str]
+Installed = Tuple[settings.BaseRequest, str, Path, str]
 
 
 def usable_cache(cache_dir: Path) -> Path:
@@ -70,14 +70,14 @@ def usable_cache(cache_dir: Path) -> Path:
 
 
 def pip_download(
-    request: config.BaseRequest, folder: Path, *, sha256: Optional[str] = None
+    request: settings.BaseRequest, folder: Path, *, sha256: Optional[str] = None
 ) -> Path:
     """The one wheel pip downloads for ``request`` into the empty ``folder``: the release
     exactly and this sha256 where given (``--require-hashes``), else what ``==`` picks."""
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
     command += ["--disable-pip-version-check", "--no-input", "--no-cache-dir", "-d", str(folder)]
     # pip takes a manylinux tag as itself alone, not the older ones
-    for platform in config.platforms_serving(request.platform) if request.platform else ():
+    for platform in settings.platforms_serving(request.platform) if request.platform else ():
         command += ["--platform", platform]
     if request.python:
         command += ["--python-version", request.python, "--implementation", "cp"]
@@ -108,22 +108,22 @@ def pip_download(
 
 
 def downloaded_base(
-    request: config.BaseRequest, cache_dir: Path, *, sha256: Optional[str] = None
+    request: settings.BaseRequest, cache_dir: Path, *, sha256: Optional[str] = None
 ) -> Tuple[bytes, str]:
     """(bytes, file name) of the wheel pip downloads for ``request``, by a temporary folder."""
     with tempfile.TemporaryDirectory(dir=usable_cache(cache_dir), prefix=".download-") as folder:
         downloaded = pip_download(request, Path(folder), sha256=sha256)
-        return config.read_file(downloaded, what="the downloaded wheel"), downloaded.name
+        return files.read_file(downloaded, what="the downloaded wheel"), downloaded.name
 
 
-def cached_base(request: config.BaseRequest, name: str, sha256: str, cache_dir: Path) -> Path:
+def cached_base(request: settings.BaseRequest, name: str, sha256: str, cache_dir: Path) -> Path:
     """The cache's file ``name`` (the official wheel for ``request``), downloaded if missing."""
     path = cache_dir / name
     if not path.is_file():
         data, downloaded = downloaded_base(request, cache_dir, sha256=sha256)
         if downloaded != name:
             raise PatchError(f"pip downloaded {downloaded}, not {name}; report this")
-        config.write_atomically(path, data)
+        files.write_atomically(path, data)
         logger.info("fetched %s", name)
     return path
 
@@ -170,11 +170,11 @@ def find_installed() -> Installed:
             "from a wheel?); give the release, platform and Python instead"
         )
     release, python = split_label(version)[0], f"3.{cpython[0].interpreter[3:]}"
-    request = config.BaseRequest(release, cpython[0].platform, python, distribution)
+    request = settings.BaseRequest(release, cpython[0].platform, python, distribution)
     return request, version, root, dist_info
 
 
-def installed_request() -> config.BaseRequest:
+def installed_request() -> settings.BaseRequest:
     """The release, platform and Python the installed ``torch_tensorrt`` stands for."""
     return find_installed()[0]
 
@@ -187,7 +187,7 @@ def local_install_wheel(installed: Installed) -> Tuple[bytes, str]:
     if not dist_info:
         raise PatchError(f"{what}: has no RECORD (not installed from a wheel); reinstall it")
     try:
-        listing = config.read_regular_file(root / dist_info / "RECORD", 16 * config.MiB)
+        listing = files.read_regular_file(root / dist_info / "RECORD", 16 * config.MiB)
         if len(listing) > 16 * config.MiB:
             raise OSError(errno.EFBIG, "larger than 16 MiB")
         rows = list(csv.reader(io.StringIO(listing.decode("utf-8"))))
@@ -202,7 +202,7 @@ def local_install_wheel(installed: Installed) -> Tuple[bytes, str]:
         if {"", "..", "__pycache__"} & set(parts) or installer_file:
             continue  # not a file of the install folder (scripts), bytecode, an installer's file
         try:  # within the cap of a wheel: a FIFO or a link to /dev/zero is never read
-            data = config.read_regular_file(root / path, config.MAX_WHEEL_BYTES)
+            data = files.read_regular_file(root / path, config.MAX_WHEEL_BYTES)
             mode = os.stat(root / path).st_mode & 0o777
         except OSError:
             problems.append(f"{path} is missing or not a regular file")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 from urllib.parse import quote
 
-from . import PatchError, config
+from . import PatchError, config, console, files
 from .wheel import header_values, parse_wheel_name
 
 logger = logging.getLogger(__name__)
@@ -90,12 +90,12 @@ def write_simple_index(wheel_dir: Path, *, check: Callable[[bytes, str], Optiona
                     f"{path.name}: not a {config.DISTRIBUTIONS[0]} wheel; the index lists only "
                     "this repository's patched wheels, move it out of the folder"
                 )
-            data = config.read_file(path, what="the wheel", cap=config.MAX_WHEEL_BYTES)
+            data = files.read_file(path, what="the wheel", cap=config.MAX_WHEEL_BYTES)
             if (problem := check(data, path.name)) is not None:
                 raise PatchError(problem)
             listed.append(indexed_wheel(data, path.name))
         except (PatchError, KeyError, zipfile.BadZipFile) as error:
-            problems.append(config.escaped(str(error)))
+            problems.append(console.escaped(str(error)))
     if len(problems) > 1:
         for problem in problems:
             logger.error("%s", problem)
@@ -124,7 +124,7 @@ def write_simple_index(wheel_dir: Path, *, check: Callable[[bytes, str], Optiona
         for folder in (index_dir, page.parent):
             with suppress(FileExistsError):
                 os.mkdir(folder)
-        config.write_text_atomically(page, pages[relative])
+        files.write_text_atomically(page, pages[relative])
     # A project no wheel here is of any more: its page would link files that are gone.
     for folder in index_dir.iterdir():
         stale = folder / "index.html"

@@ -22,7 +22,7 @@ from packaging.tags import Tag
 from packaging.utils import BuildTag, NormalizedName, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from . import PatchError, config, fetch
+from . import PatchError, config, fetch, files, settings
 from .fetch import pip_download  # by name, so that a test can replace it
 from .wheel import BaseWheel, is_wheel_filename
 
@@ -49,12 +49,12 @@ class Lock:
         project = canonicalize_name(distribution)
         return [(name, p[1], p[3]) for name, p in self._parsed if p[0] == project]
 
-    def _serving(self, request: config.BaseRequest) -> List[str]:
+    def _serving(self, request: settings.BaseRequest) -> List[str]:
         """The file names of the locked wheels serving ``request``, in sorted order."""
         wanted, version = request.acceptable_tags(), Version(request.release)
         return [n for n, v, t in self._of(request.distribution) if v == version and t & wanted]
 
-    def official_name(self, request: config.BaseRequest) -> Optional[str]:
+    def official_name(self, request: settings.BaseRequest) -> Optional[str]:
         """The file name of the locked wheel serving ``request`` (the first in sorted order)."""
         return next(iter(self._serving(request)), None)
 
@@ -90,7 +90,7 @@ class Lock:
             filename,
         )
 
-    def unknown_request(self, request: config.BaseRequest) -> str:
+    def unknown_request(self, request: settings.BaseRequest) -> str:
         """Why the lock has no wheel for ``request``, what it has instead (one line, offline)."""
         what, version = f"{request.distribution} {request.release}", Version(request.release)
         found = self._of(request.distribution)
@@ -116,7 +116,7 @@ class Lock:
                 f"{request.release}, a maintainer adds it with 'python tools/patched_wheel lock "
                 f"--release {request.release} --distribution {request.distribution}')"
             )
-        served = set(config.platforms_serving(request.platform))
+        served = set(settings.platforms_serving(request.platform))
         platforms = {tag.platform for tag in tags}
         if not served & platforms:
             asked = repr(request.platform) if request.platform else "this platform"
@@ -130,7 +130,7 @@ class Lock:
         return (
             f"the official wheels of {what} are not built for {asked} on "
             f"{request.platform or 'this platform'}; their Pythons there are "
-            f"{', '.join(sorted(pythons, key=config.python_key))}: set TORCHTRT_BASE_PYTHON (or "
+            f"{', '.join(sorted(pythons, key=settings.python_key))}: set TORCHTRT_BASE_PYTHON (or "
             "--python) to one of them"
         )
 
@@ -151,13 +151,13 @@ def load_lock(path: Path = config.LOCK_FILE) -> Lock:
 
 
 def open_base(
-    choice: config.BaseChoice, *, lock: Lock, cache_dir: Path = config.DEFAULT_CACHE_DIR
+    choice: settings.BaseChoice, *, lock: Lock, cache_dir: Path = config.DEFAULT_CACHE_DIR
 ) -> BaseWheel:
     """The base the user chose (a wheel file, a release fetched into the cache, or a local
     install's own files), read once, checked against the lock or its RECORD, then opened."""
     request, local_install = choice.request, False
     if choice.wheel is not None:
-        data, filename = config.read_file(choice.wheel, what=choice.wheel_source), choice.wheel.name
+        data, filename = files.read_file(choice.wheel, what=choice.wheel_source), choice.wheel.name
     else:
         installed = fetch.find_installed() if request.release == config.INSTALLED else None
         request = request if installed is None else installed[0]
@@ -172,7 +172,7 @@ def open_base(
             )
         elif name is not None:
             path = fetch.cached_base(request, name, lock.wheels[name], cache_dir)
-            data, filename = config.read_file(path, what="the cached base wheel"), name
+            data, filename = files.read_file(path, what="the cached base wheel"), name
         elif choice.unlocked:
             data, filename = fetch.downloaded_base(request, cache_dir)
         else:
@@ -196,7 +196,7 @@ def open_base(
 
 
 def refresh_lock(
-    requests: Sequence[config.BaseRequest], *, path: Path = config.LOCK_FILE, jobs: int = 4
+    requests: Sequence[settings.BaseRequest], *, path: Path = config.LOCK_FILE, jobs: int = 4
 ) -> Lock:
     """Record the sha256 of a fresh download of every requested official wheel pip finds (pip
     checks each against the index's hash), keeping the entries no request serves; written only
@@ -204,7 +204,7 @@ def refresh_lock(
     old = load_lock(path) if path.exists() else Lock({})
     offered: List[Version] = []  # the releases pip says the index has, where it says so
 
-    def download(request: config.BaseRequest) -> Tuple[str, str]:
+    def download(request: settings.BaseRequest) -> Tuple[str, str]:
         """(file name, sha256); ("", why) if pip failed otherwise than "no such wheel"."""
         with tempfile.TemporaryDirectory(prefix="patched-wheel-lock-") as folder:
             try:
@@ -218,7 +218,7 @@ def refresh_lock(
                 return "", ""
             if parse_wheel_filename(wheel.name)[1] != Version(request.release):
                 return "", ""  # pip's == took a variant: not the release itself
-            data = config.read_file(wheel, what="the downloaded wheel")
+            data = files.read_file(wheel, what="the downloaded wheel")
             return wheel.name, hashlib.sha256(data).hexdigest()
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
@@ -257,5 +257,5 @@ def refresh_lock(
     kept = {name: digest for name, digest in old.wheels.items() if name not in served}
     lock = Lock(dict(sorted({**kept, **wheels}.items())))
     text = json.dumps({"about": _ABOUT, "wheels": lock.wheels}, indent=2)
-    config.write_text_atomically(path, text + "\n")
+    files.write_text_atomically(path, text + "\n")
     return lock

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from . import PatchError, config
+from . import PatchError, config, files, settings
 from .fetch import cached_base, usable_cache
 from .lock import Lock
 from .patch import Origin, build_origin, patch_wheel, read_overlay
@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 
 # A locked base to patch: name, request, sha256, its cached path or why it was not fetched,
 # and the overlay, origin and folder shared by every wheel.
-_Work = Tuple[str, config.BaseRequest, str, Optional[Path], Optional[str], bytes, Origin, Path]
+_Work = Tuple[str, settings.BaseRequest, str, Optional[Path], Optional[str], bytes, Origin, Path]
 
 START_MARKER = "<!-- supported-matrix:start -->"
 END_MARKER = "<!-- supported-matrix:end -->"
@@ -64,17 +64,17 @@ def requests_for(
     platforms: Sequence[str],
     pythons: Sequence[str],
     distributions: Sequence[str] = (config.PROJECT,),
-) -> List[config.BaseRequest]:
+) -> List[settings.BaseRequest]:
     """Every combination; no releases: each distribution's supported ones."""
     return [
-        config.BaseRequest(r, p, v, d)
+        settings.BaseRequest(r, p, v, d)
         for d in distributions
         for r, p, v in itertools.product(releases or config.RELEASES[d], platforms, pythons)
     ]
 
 
 def build_matrix(
-    requests: Sequence[config.BaseRequest],
+    requests: Sequence[settings.BaseRequest],
     *,
     out_dir: Path,
     cache_dir: Path,
@@ -85,7 +85,7 @@ def build_matrix(
     """Build the patched wheel of every locked base that serves one of ``requests``."""
     # 1. The bases the lock holds for the requests, each once, fetched where missing.
     usable_cache(cache_dir)
-    found: Dict[str, config.BaseRequest] = {}
+    found: Dict[str, settings.BaseRequest] = {}
     for request in requests:
         if (name := lock.official_name(request)) is not None:
             found.setdefault(name, request)
@@ -126,11 +126,11 @@ def _patch_one(item: _Work) -> MatrixEntry:
         return entry
     start = time.perf_counter()
     try:
-        data = config.read_file(path, what="the cached base wheel")
+        data = files.read_file(path, what="the cached base wheel")
         Lock({name: sha256}).check(name, hashlib.sha256(data).hexdigest(), unlocked=False)
         overlay = overlay_from_bytes(overlay_data, "the overlay")
         wheel = patch_wheel(BaseWheel(data, name, sha256=sha256), overlay, origin=origin)
-        config.write_atomically(out_dir / wheel.filename, wheel.data)
+        files.write_atomically(out_dir / wheel.filename, wheel.data)
         patched, fixes = wheel.filename, wheel.record.fixes
     except PatchError as failure:
         patched, fixes, error = None, (), str(failure)
@@ -146,7 +146,7 @@ def _rows(entries: Sequence[MatrixEntry]) -> List[Tuple[str, str, List[str], Lis
     def place(e: MatrixEntry) -> Tuple[int, Tuple[int, ...], str, Tuple[int, ...]]:
         distribution = config.DISTRIBUTIONS.index(e.distribution)
         release = tuple(int(part) for part in e.release.split("+")[0].split("."))
-        return distribution, release, e.platform, config.python_key(e.python)
+        return distribution, release, e.platform, settings.python_key(e.python)
 
     for entry in sorted(entries, key=place):
         rows.setdefault((entry.distribution, entry.release), []).append(entry)
@@ -217,5 +217,5 @@ def update_docs(entries: Sequence[MatrixEntry], *, docs_matrix: Path, readme: Pa
         cells += [", ".join(e.python for e in row if e.platform == p) or "-" for p in platforms]
         lines.append("| " + " | ".join(cells) + " |")
     block = "\n".join([*lines, END_MARKER])
-    config.write_text_atomically(docs_matrix, json.dumps(matrix_document(entries), indent=2) + "\n")
-    config.write_text_atomically(readme, text[:start] + block + text[end + len(END_MARKER) :])
+    files.write_text_atomically(docs_matrix, json.dumps(matrix_document(entries), indent=2) + "\n")
+    files.write_text_atomically(readme, text[:start] + block + text[end + len(END_MARKER) :])

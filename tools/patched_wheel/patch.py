@@ -20,7 +20,7 @@ from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Set, Tup
 
 from packaging.version import InvalidVersion, Version
 
-from . import PatchError, config, provenance, splice, wheel
+from . import PatchError, config, files, provenance, splice, wheel
 from .releases import label_for, label_parts, load_overlay_releases, split_label
 
 logger = logging.getLogger(__name__)
@@ -125,7 +125,7 @@ class PatchedWheel(NamedTuple):
 
 def read_overlay(path: Path = config.DEFAULT_OVERLAY) -> Tuple[splice.OverlayParts, bytes]:
     """(the overlay parsed, its bytes); one line if it cannot be read or spliced."""
-    data = config.read_file(path, what="the overlay", cap=1 << 20)
+    data = files.read_file(path, what="the overlay", cap=1 << 20)
     return splice.overlay_from_bytes(data, repr(str(path))), data
 
 
@@ -421,9 +421,9 @@ def build_patched_wheel(
     patched = patch_wheel(base, overlay, origin=build_origin(data))
     saved, path = Path(out_dir) / base.filename, Path(out_dir) / patched.filename
     if base.local_install:  # the only copy of the original once the patched wheel replaces it
-        config.write_atomically(saved, base.data)
+        files.write_atomically(saved, base.data)
         message = "the original install is saved as %s; to go back to it: pip install %s %s"
         logger.warning(message, saved, "--force-reinstall --no-deps", saved)
-    config.write_atomically(path, patched.data)
+    files.write_atomically(path, patched.data)
     logger.debug("patched wheel: %s", path)
     return path

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 from urllib.parse import parse_qs, quote
 
-from . import PatchError, config
+from . import PatchError, config, files, git
 from .releases import is_sha256_hex, load_overlay_releases, release_commit, tool_digest
 from .wheel import is_wheel_filename, parse_wheel_name
 
@@ -72,9 +72,9 @@ def source_revision(
     """The revision of ``repository`` and whether ``overlay`` (default: the tree's) and the
     tool are that revision's: from git, else from the revision file, else unknown."""
     if (repository / ".git").exists():  # a checkout's root (else git answers for an enclosing one)
-        head = (config.git_text(repository, "rev-parse", "--verify", "HEAD") or "").strip()
+        head = (git.git_text(repository, "rev-parse", "--verify", "HEAD") or "").strip()
         paths = (config.TOOL_PATH, config.OVERLAY_PATH)
-        listing = config.git_text(repository, "ls-tree", "-r", "--full-tree", "HEAD", "--", *paths)
+        listing = git.git_text(repository, "ls-tree", "-r", "--full-tree", "HEAD", "--", *paths)
         if _COMMIT.fullmatch(head) and listing is not None:
             rows = (line.split("\t", 1) for line in listing.splitlines() if "\t" in line)
             committed = {path: meta.split()[2] for meta, path in rows}  # "<mode> blob <id>\t<path>"
@@ -136,9 +136,9 @@ def write_revision_file(
         number = load_overlay_releases(repository / config.TOOL_PATH / RELEASES_NAME).get(sha256)
         if number is not None and revision.dirty is False:
             revision = release_revision(repository, revision, sha256, number)
-    files = {p: hashlib.sha256(d).hexdigest() for p, d in _tree_files(repository, None).items()}
-    document = json.dumps({**revision._asdict(), "files": files}, indent=1) + "\n"
-    config.write_text_atomically(Path(destination) / REVISION_FILE, document)
+    digests = {p: hashlib.sha256(d).hexdigest() for p, d in _tree_files(repository, None).items()}
+    document = json.dumps({**revision._asdict(), "files": digests}, indent=1) + "\n"
+    files.write_text_atomically(Path(destination) / REVISION_FILE, document)
     return revision
 
 

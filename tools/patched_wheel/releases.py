@@ -23,7 +23,7 @@ from typing import Dict, Iterable, Mapping, Optional, Set, Tuple
 
 from packaging.version import InvalidVersion, Version
 
-from . import PatchError, config
+from . import PatchError, config, files, git
 
 logger = logging.getLogger(__name__)
 
@@ -132,14 +132,14 @@ def register_overlay(
     number = max(releases.values(), default=1) + 1
     by_number = sorted((n, s) for s, n in releases.items()) + [(number, overlay_sha256)]
     document = {"about": _ABOUT, "overlays": {str(n): s for n, s in by_number}}
-    config.write_text_atomically(Path(path), json.dumps(document, indent=2) + "\n")
+    files.write_text_atomically(Path(path), json.dumps(document, indent=2) + "\n")
     return number, True
 
 
 def main_history(repository: Path) -> Set[str]:
     """Every commit of the main branch's first-parent history (empty without git or main)."""
     for ref in ("refs/heads/main", "refs/remotes/origin/main"):
-        listed = config.git_text(repository, "rev-list", "--first-parent", ref, "--")
+        listed = git.git_text(repository, "rev-list", "--first-parent", ref, "--")
         if listed is not None:  # git fails on a ref that does not exist
             return set(listed.split())
     return set()
@@ -155,7 +155,7 @@ def tool_digest(files: Iterable[Tuple[str, bytes]]) -> str:
 
 def tool_sha256_at(repository: Path, revision: str) -> Optional[str]:
     """The :func:`tool_digest` of the tool as committed at ``revision`` (``None``: no tool)."""
-    archived = config.git_bytes(
+    archived = git.git_bytes(
         repository, "archive", "--format=tar", "--end-of-options", revision, config.TOOL_PATH
     )
     if archived is None:
@@ -173,7 +173,7 @@ def tool_sha256_at(repository: Path, revision: str) -> Optional[str]:
 def _build_inputs(repository: Path, revision: str) -> Optional[str]:
     """What a release build's bytes depend on at ``revision``: git's ids of the tool's Python
     sources and of the overlay (``None``: git cannot list them)."""
-    listing = config.git_text(
+    listing = git.git_text(
         repository,
         "ls-tree",
         "--full-tree",
@@ -189,7 +189,7 @@ def _build_inputs(repository: Path, revision: str) -> Optional[str]:
 
 def _registry_at(repository: Path, revision: str) -> Dict[str, int]:
     path = f"{config.TOOL_PATH}/{config.OVERLAY_RELEASES_FILE.name}"
-    data = config.git_bytes(repository, "show", "--end-of-options", f"{revision}:{path}")
+    data = git.git_bytes(repository, "show", "--end-of-options", f"{revision}:{path}")
     return {} if data is None else releases_from_bytes(data, f"the registry at {revision}")
 
 
@@ -202,7 +202,7 @@ def release_commit(
     A release build names it, its tool and its time, so a clone at any later commit that leaves
     the fork's files alone builds the same bytes."""
     paths = (config.TOOL_PATH, config.OVERLAY_PATH)
-    log = config.git_text(
+    log = git.git_text(
         repository,
         "log",
         "--first-parent",
@@ -220,7 +220,7 @@ def release_commit(
         if ended:
             break
         found = (commit, time)
-    shallow = config.git_text(repository, "rev-parse", "--is-shallow-repository") == "true\n"
+    shallow = git.git_text(repository, "rev-parse", "--is-shallow-repository") == "true\n"
     if found is None or (shallow and not ended):  # the release may lie beyond what was fetched
         raise PatchError(
             f"the history of revision {revision} does not show where overlay "
@@ -233,7 +233,7 @@ def released_at(repository: Path, revision: str) -> Tuple[bytes, Dict[str, int]]
     """(the overlay's bytes, the registry) as committed at ``revision``, which has both."""
     registry_path = f"{config.TOOL_PATH}/{config.OVERLAY_RELEASES_FILE.name}"
     overlay, registry = (
-        config.git_bytes(repository, "show", "--end-of-options", f"{revision}:{path}")
+        git.git_bytes(repository, "show", "--end-of-options", f"{revision}:{path}")
         for path in (config.OVERLAY_PATH, registry_path)
     )
     if overlay is None or registry is None:

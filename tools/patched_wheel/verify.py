@@ -28,7 +28,7 @@ from typing import List, Optional
 
 from packaging.utils import parse_wheel_filename
 
-from . import PatchError, config, provenance
+from . import PatchError, config, console, files, git, provenance, settings
 from .fetch import cached_base
 from .lock import Lock
 from .patch import Origin, patch_wheel
@@ -68,12 +68,12 @@ class Verification:
         lines = self.lines if full_diff else self.lines[:SHOWN_DIFFERENCES]
         hidden = len(self.lines) - len(lines)
         more = [f"... {hidden} more lines (--full-diff shows them)"] if hidden else []
-        head = f"patched wheel:  {config.escaped(self.filename)}\nsha256:         {self.sha256}"
+        head = f"patched wheel:  {console.escaped(self.filename)}\nsha256:         {self.sha256}"
         record = [provenance.format_record(self.record, locked=self.locked)] if self.record else []
         return "\n".join([head, *record, *lines, *more, self.verdict])
 
     def refused(self, why: str) -> Verification:
-        self.verdict = f"NOT verified: {config.escaped(why)}; do not install it"
+        self.verdict = f"NOT verified: {console.escaped(why)}; do not install it"
         return self
 
 
@@ -85,7 +85,7 @@ def _changed_middle(old: bytes, new: bytes) -> List[str]:
     lines = [f"  @@ line {start + 1} @@"]
     for sign, text in (("-", a), ("+", b)):
         changed = text[start : len(text) - end][:50]
-        lines += [f"  {sign} {config.escaped(line)[:_SHOWN_NAME]}" for line in changed]
+        lines += [f"  {sign} {console.escaped(line)[:_SHOWN_NAME]}" for line in changed]
     return lines
 
 
@@ -134,7 +134,7 @@ def _rebuild_from_history(
     revision = record.revision
     with tempfile.TemporaryDirectory(prefix="patched-wheel-verify-") as folder:
         tree, out, lock = Path(folder) / "tree", Path(folder) / "out", Path(folder) / "lock.json"
-        data = config.git_bytes(repository, "archive", "--format=tar", "--end-of-options", revision)
+        data = git.git_bytes(repository, "archive", "--format=tar", "--end-of-options", revision)
         if data is None:
             raise PatchError(f"git archive of revision {revision} failed; check the clone")
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
@@ -155,17 +155,17 @@ def _rebuild_from_history(
         wheels = sorted(out.glob("*.whl")) if completed.returncode == 0 else []
         if len(wheels) != 1:
             last = (completed.stderr.strip().splitlines() or ["no output"])[-1]
-            raise PatchError(f"revision {revision}'s own build failed ({config.escaped(last)})")
+            raise PatchError(f"revision {revision}'s own build failed ({console.escaped(last)})")
         return wheels[0].read_bytes()
 
 
-def base_request(official: str) -> config.BaseRequest:
+def base_request(official: str) -> settings.BaseRequest:
     """The request pip fetches the official wheel ``official`` by: its release, distribution,
     and its own Python and platform (not this interpreter's, which would get another file)."""
     name, version, _, tags = parse_wheel_filename(official)
     tag = min(tags, key=str)
     python = f"3.{tag.interpreter[3:]}" if re.fullmatch(r"cp3[0-9]+", tag.interpreter) else None
-    return config.BaseRequest(str(version), tag.platform, python, str(name))
+    return settings.BaseRequest(str(version), tag.platform, python, str(name))
 
 
 def read_record(data: bytes, filename: str) -> provenance.ProvenanceRecord:
@@ -190,7 +190,7 @@ def read_record(data: bytes, filename: str) -> provenance.ProvenanceRecord:
         ) from None
     except _ZIP_ERRORS as error:
         raise PatchError(
-            f"{filename}: its provenance record cannot be read ({config.escaped(str(error))[:200]})"
+            f"{filename}: its provenance record cannot be read ({console.escaped(str(error))[:200]})"
         ) from None
     return provenance.parse_record(recorded, f"{filename}:{member}")
 
@@ -256,7 +256,7 @@ def verify_bytes(
         )
     if revision not in history:
         commit = f"{revision}^{{commit}}"
-        known = config.git_text(repository, "cat-file", "-e", "--end-of-options", commit)
+        known = git.git_text(repository, "cat-file", "-e", "--end-of-options", commit)
         if known is None:
             raise PatchError(f"revision {revision} is not in this clone; {FETCH_HISTORY}")
         return refuse(
@@ -279,7 +279,7 @@ def verify_bytes(
         )
     if record.source_date_epoch not in (None, date):  # None: a tool that records no time
         return refuse(f"its SOURCE_DATE_EPOCH is not {date}, the time of the release's commit")
-    given = None if overlay is None else config.read_file(overlay, what="--overlay")
+    given = None if overlay is None else files.read_file(overlay, what="--overlay")
     if given is not None and hashlib.sha256(given).hexdigest() != record.overlay_sha256:
         raise PatchError(
             f"--overlay is not the overlay the wheel's record names ({record.overlay_sha256}); "
@@ -290,7 +290,7 @@ def verify_bytes(
     given_base = base_wheel is not None
     if base_wheel is None:
         base_wheel = cached_base(base_request(official), official, record.base_sha256, cache_dir)
-    base_data = config.read_file(base_wheel, what="the base wheel")
+    base_data = files.read_file(base_wheel, what="the base wheel")
     if hashlib.sha256(base_data).hexdigest() != record.base_sha256:
         fix = (
             "give that one with --base-wheel, or leave it out to fetch it"
@@ -337,5 +337,5 @@ def verify_bytes(
 
 def verify_file(path: Path, **options: object) -> Verification:
     """:func:`verify_bytes` of the file at ``path``, read once within the cap."""
-    data = config.read_file(path, what="the patched wheel", cap=config.MAX_WHEEL_BYTES)
+    data = files.read_file(path, what="the patched wheel", cap=config.MAX_WHEEL_BYTES)
     return verify_bytes(data, path.name, **options)  # type: ignore[arg-type]
