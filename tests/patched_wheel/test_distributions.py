@@ -253,7 +253,7 @@ def test_each_official_base_carries_the_fixes_whose_hooks_it_has(
     wheel = patch_wheel(
         BaseWheel(base.read_bytes(), base.name), overlay_from_bytes(OVERLAY, "o"), origin=ORIGIN
     )
-    assert wheel.record.fixes == fixes
+    assert wheel.provenance.fixes == fixes
 
 
 def test_an_installed_rtx_release_takes_the_official_rtx_base(

@@ -33,7 +33,7 @@ def _patched(release: str, distribution: str) -> Tuple[Dict[str, bytes], Tuple[s
     for name, data in (("official", base.read_bytes()), ("patched", wheel.data)):
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             modules[name] = archive.read(CONVERSION_TARGET)
-    return modules, wheel.record.fixes
+    return modules, wheel.provenance.fixes
 
 
 @pytest.mark.network

@@ -225,8 +225,8 @@ def test_the_official_wheels_patch_with_their_fixes(
     data = base_wheels[release].read_bytes()
     overlay = overlay_from_bytes(DEFAULT_OVERLAY.read_bytes(), "overlay")
     wheel = patch_wheel(BaseWheel(data, base_wheels[release].name), overlay, origin=ORIGIN)
-    assert wheel.record.fixes[:2] == ("offload", "host-trim")
-    assert "input-copy" not in wheel.record.fixes or release in ("2.10.0", "2.11.0")
+    assert wheel.provenance.fixes[:2] == ("offload", "host-trim")
+    assert "input-copy" not in wheel.provenance.fixes or release in ("2.10.0", "2.11.0")
     compile(members(wheel.data)[TARGET], TARGET, "exec")
 
 

@@ -602,7 +602,7 @@ def test_git_refusing_the_clone_is_said_as_such(released: Released) -> None:
 def test_a_wheel_of_many_tiny_members_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
     import tracemalloc
 
-    from patched_wheel.verify import read_record
+    from patched_wheel.verify import read_provenance
 
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as archive:
@@ -611,7 +611,7 @@ def test_a_wheel_of_many_tiny_members_is_refused_before_it_is_parsed(tmp_path: P
     data = out.getvalue()
     tracemalloc.start()
     with pytest.raises(PatchError, match="at most 65534"):
-        read_record(data, "torch_tensorrt-2.99.0+memfix1.3-cp311-cp311-linux_x86_64.whl")
+        read_provenance(data, "torch_tensorrt-2.99.0+memfix1.3-cp311-cp311-linux_x86_64.whl")
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < len(data), (peak, len(data))

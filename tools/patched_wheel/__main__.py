@@ -160,7 +160,7 @@ def _verify(args: argparse.Namespace) -> None:
 
 def _provenance(args: argparse.Namespace) -> None:
     data = files.read_file(args.wheel, what="the patched wheel")
-    print(provenance.format_record(verify.read_record(data, args.wheel.name)))
+    print(provenance.format_provenance(verify.read_provenance(data, args.wheel.name)))
 
 
 def _register_overlay(args: argparse.Namespace) -> None:

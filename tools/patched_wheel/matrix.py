@@ -131,7 +131,7 @@ def _patch_one(item: _Work) -> MatrixEntry:
         overlay = overlay_from_bytes(overlay_data, "the overlay")
         wheel = patch_wheel(BaseWheel(data, name, sha256=sha256), overlay, origin=origin)
         files.write_atomically(out_dir / wheel.filename, wheel.data)
-        patched, fixes = wheel.filename, wheel.record.fixes
+        patched, fixes = wheel.filename, wheel.provenance.fixes
     except PatchError as failure:
         patched, fixes, error = None, (), str(failure)
     seconds = time.perf_counter() - start

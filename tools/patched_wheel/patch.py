@@ -20,7 +20,18 @@ from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Set, Tup
 
 from packaging.version import InvalidVersion, Version
 
-from . import PatchError, config, files, provenance, splice, wheel
+from . import PatchError, config, files, splice, wheel
+from .provenance import (
+    UNKNOWN,
+    Provenance,
+    SourceRevision,
+    parse_provenance,
+    provenance_bytes,
+    provenance_member,
+    release_revision,
+    source_revision,
+    tool_sha256,
+)
 from .releases import label_for, label_parts, load_overlay_releases, split_label
 
 logger = logging.getLogger(__name__)
@@ -110,17 +121,17 @@ class Origin(NamedTuple):
     """What the build knows of itself: the label, the revision, the tool, the time."""
 
     label: str
-    revision: provenance.SourceRevision
+    revision: SourceRevision
     tool_sha256: str
     source_date_epoch: Optional[str] = None
 
 
 class PatchedWheel(NamedTuple):
-    """A patched wheel in memory: its file name, bytes, and what its record says."""
+    """A patched wheel in memory: its file name, bytes, and what its provenance says."""
 
     filename: str
     data: bytes
-    record: provenance.ProvenanceRecord
+    provenance: Provenance
 
 
 def read_overlay(path: Path = config.DEFAULT_OVERLAY) -> Tuple[splice.OverlayParts, bytes]:
@@ -134,14 +145,14 @@ def build_origin(overlay_data: bytes, *, repository: Path = config.REPOSITORY) -
     revision (overlay and tool as committed), a development label otherwise. A release names
     the commit that released it and takes that commit's time, so its bytes are one file
     whatever later commit builds it; ``SOURCE_DATE_EPOCH`` dates a development build only."""
-    revision = provenance.source_revision(repository, overlay_data)
-    clean = revision.dirty is False and revision.revision != provenance.UNKNOWN
+    revision = source_revision(repository, overlay_data)
+    clean = revision.dirty is False and revision.revision != UNKNOWN
     sha256 = hashlib.sha256(overlay_data).hexdigest()
     label = label_for(sha256, load_overlay_releases(config.OVERLAY_RELEASES_FILE), clean=clean)
     epoch = wheel.source_date_epoch(os.environ.get("SOURCE_DATE_EPOCH", ""))
     number = label_parts(label)[0]
     if number is not None:
-        revision = provenance.release_revision(repository, revision, sha256, number)
+        revision = release_revision(repository, revision, sha256, number)
         if revision.date is not None and epoch not in (None, revision.date):
             logger.warning(
                 "SOURCE_DATE_EPOCH=%s is not used: +%s is dated by the commit that released it "
@@ -151,7 +162,7 @@ def build_origin(overlay_data: bytes, *, repository: Path = config.REPOSITORY) -
                 revision.date,
             )
         epoch = revision.date or epoch
-    return Origin(label, revision, provenance.tool_sha256(), epoch)
+    return Origin(label, revision, tool_sha256(), epoch)
 
 
 def current_label(overlay_path: Path = config.DEFAULT_OVERLAY) -> str:
@@ -356,9 +367,9 @@ def patch_wheel(
             part = _needed_by(overlay, definitions)
         new[target] = _splice_module(base, target, sources[target], part, package)
 
-    # 5. METADATA with the new version, and the provenance record.
+    # 5. METADATA with the new version, and the provenance.
     metadata = rewrite_metadata_version(base.read(f"{base.dist_info}/METADATA", 1 << 20), version)
-    record = provenance.ProvenanceRecord(
+    provenance = Provenance(
         version=version,
         label=origin.label,
         base_wheel=base.filename,
@@ -373,7 +384,7 @@ def patch_wheel(
     )
 
     # 6. The members: the base's order, RECORD's signatures dropped, the .dist-info renamed;
-    # the new bytes stored, every other member's compressed bytes copied; the record added
+    # the new bytes stored, every other member's compressed bytes copied; the provenance added
     # before RECORD, which is derived (the base's rows for what is copied) and written last.
     written = wheel.zip_date_time(origin.source_date_epoch)
     new[f"{dist_info}/METADATA"] = metadata
@@ -398,18 +409,18 @@ def patch_wheel(
             if info.filename not in rows:
                 raise base.refused(f"its RECORD lacks {info.filename!r}")
             record_rows.append((name, *rows[info.filename]))
-    store(provenance.record_member(dist_info), provenance.record_bytes(record), metadata_info)
+    store(provenance_member(dist_info), provenance_bytes(provenance), metadata_info)
     record_rows.append((f"{dist_info}/RECORD", "", ""))
     record_text = wheel.record_text(record_rows)
     entries.append(wheel.Entry.stored(f"{dist_info}/RECORD", record_text, metadata_info, written))
     data = wheel.write_zip(entries)
 
-    # 7. Read back what verify reads: the zip's names and the record, as verify takes them.
+    # 7. Read back what verify reads: the zip's names and the provenance, as verify takes them.
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         if archive.namelist() != [entry.name for entry in entries]:
             raise PatchError(f"{filename}: the written zip does not list its members; report this")
-        provenance.parse_record(archive.read(provenance.record_member(dist_info)), filename)
-    return PatchedWheel(filename, data, record)
+        parse_provenance(archive.read(provenance_member(dist_info)), filename)
+    return PatchedWheel(filename, data, provenance)
 
 
 def build_patched_wheel(

@@ -1,4 +1,4 @@
-"""Which code made a thing, and the provenance record (a CycloneDX SBOM) in every patched wheel.
+"""Which code made a thing, and its provenance (a CycloneDX SBOM) in every patched wheel.
 
 :func:`source_revision` names the commit a tree came from and whether the overlay and the tool
 on disk are that commit's, by bytes (hashed as git hashes a blob), so an edit hidden from ``git
@@ -6,10 +6,10 @@ status`` (``--skip-worktree``) or another ``--overlay`` is *dirty* all the same.
 ``.git`` (an sdist) carries :data:`REVISION_FILE`: the full commit id and the sha256 of every
 file it vouches for, checked again at build time; a short id or a tag is refused.
 
-The record, at ``<dist-info>/sboms/patched_wheel.cdx.json`` (PEP 770), holds the official wheel
+The provenance, at ``<dist-info>/sboms/patched_wheel.cdx.json`` (PEP 770), holds the official wheel
 as the pedigree's ``ancestor``, the revision as a ``commit``, the rest as ``patched_wheel:``
-properties; no timestamp, no host. Its bytes are a function of :class:`ProvenanceRecord`, and
-:func:`parse_record` accepts only those bytes.
+properties; no timestamp, no host. Its bytes are a function of :class:`Provenance`, and
+:func:`parse_provenance` accepts only those bytes.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from .wheel import is_wheel_filename, parse_wheel_name
 REVISION_FILE = ".source-revision.json"
 UNKNOWN = "unknown"
 TOOL_NAME = "patched_wheel"
-# The record's word for a base made from an installed distribution's files (no official file).
+# The provenance's word for a base made from an installed distribution's files (no official file).
 LOCAL_INSTALL = "local-install"
-# The cap on an untrusted record (a genuine one is 2 KB). Benefit: a crafted record costs at
-# most this to refuse; cost: none for any record the build writes.
-MAX_RECORD_BYTES = 64 << 10
+# The cap on an untrusted provenance (a genuine one is 2 KB). Benefit: a crafted one costs at
+# most this to refuse; cost: none for any provenance the build writes.
+MAX_PROVENANCE_BYTES = 64 << 10
 RELEASES_NAME = config.OVERLAY_RELEASES_FILE.name
 _COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _NAMESPACE = "patched_wheel:"
@@ -105,7 +105,7 @@ def source_revision(
 
 
 def is_epoch(text: object) -> bool:
-    """Whether ``text`` is a ``SOURCE_DATE_EPOCH`` as a record holds one: a whole number of
+    """Whether ``text`` is a ``SOURCE_DATE_EPOCH`` as a provenance holds one: a whole number of
     seconds, non-negative, in decimal digits with no sign, space or leading zero."""
     return isinstance(text, str) and re.fullmatch(r"0|[1-9][0-9]{0,11}", text) is not None
 
@@ -142,7 +142,7 @@ def write_revision_file(
     return revision
 
 
-class ProvenanceRecord(NamedTuple):
+class Provenance(NamedTuple):
     """What a patched wheel says of where it came from (see the module docstring)."""
 
     version: str
@@ -158,41 +158,41 @@ class ProvenanceRecord(NamedTuple):
     local_install: bool = False  # the base was made from an install's files, not official
 
 
-def record_member(dist_info: str) -> str:
+def provenance_member(dist_info: str) -> str:
     return f"{dist_info}/sboms/patched_wheel.cdx.json"
 
 
-def record_bytes(record: ProvenanceRecord) -> bytes:
-    """The record as the patched wheel holds it: sorted keys, two-space indent, UTF-8."""
-    base = parse_wheel_name(record.base_wheel)
+def provenance_bytes(provenance: Provenance) -> bytes:
+    """The provenance as the patched wheel holds it: sorted keys, two-space indent, UTF-8."""
+    base = parse_wheel_name(provenance.base_wheel)
     values = {
         "overlay": config.OVERLAY_PATH,
-        "overlay_sha256": record.overlay_sha256,
-        "label": record.label,
-        "revision": record.revision,
-        "dirty": UNKNOWN if record.dirty is None else str(record.dirty).lower(),
-        "fixes": ",".join(record.fixes) or None,
-        "source_date_epoch": record.source_date_epoch,
-        "base": LOCAL_INSTALL if record.local_install else None,
+        "overlay_sha256": provenance.overlay_sha256,
+        "label": provenance.label,
+        "revision": provenance.revision,
+        "dirty": UNKNOWN if provenance.dirty is None else str(provenance.dirty).lower(),
+        "fixes": ",".join(provenance.fixes) or None,
+        "source_date_epoch": provenance.source_date_epoch,
+        "base": LOCAL_INSTALL if provenance.local_install else None,
     }
     properties = [{"name": _NAMESPACE + k, "value": v} for k, v in values.items() if v is not None]
-    purl = f"pkg:pypi/{base.name}@{quote(record.version, safe='')}"
+    purl = f"pkg:pypi/{base.name}@{quote(provenance.version, safe='')}"
     base_purl = f"pkg:pypi/{base.name}@{quote(base.written_version, safe='')}"
     ancestor = {
         "type": "library",
         "name": base.name,
         "version": base.written_version,
-        "purl": f"{base_purl}?file_name={quote(record.base_wheel, safe='')}",
-        "hashes": [{"alg": "SHA-256", "content": record.base_sha256}],
+        "purl": f"{base_purl}?file_name={quote(provenance.base_wheel, safe='')}",
+        "hashes": [{"alg": "SHA-256", "content": provenance.base_sha256}],
     }
     pedigree: Dict[str, Any] = {"ancestors": [ancestor], "patches": [{"type": "backport"}]}
-    if record.revision != UNKNOWN:
-        pedigree["commits"] = [{"uid": record.revision}]
+    if provenance.revision != UNKNOWN:
+        pedigree["commits"] = [{"uid": provenance.revision}]
     component = {
         "type": "library",
         "bom-ref": purl,
         "name": base.name,
-        "version": record.version,
+        "version": provenance.version,
         "purl": purl,
         "pedigree": pedigree,
         "properties": properties,
@@ -200,27 +200,27 @@ def record_bytes(record: ProvenanceRecord) -> bytes:
     tool = {
         "type": "application",
         "name": TOOL_NAME,
-        "version": record.tool_sha256[:12],
-        "hashes": [{"alg": "SHA-256", "content": record.tool_sha256}],
+        "version": provenance.tool_sha256[:12],
+        "hashes": [{"alg": "SHA-256", "content": provenance.tool_sha256}],
     }
     metadata = {"component": component, "tools": {"components": [tool]}}
     document = {"bomFormat": "CycloneDX", "specVersion": "1.6", "version": 1, "metadata": metadata}
     return (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8")
 
 
-def parse_record(data: bytes, what: str) -> ProvenanceRecord:
-    """The record in ``data`` (``what`` names where it came from); a PatchError of one line for
-    anything :func:`record_bytes` would not write, the fields checked before any reaches a
+def parse_provenance(data: bytes, what: str) -> Provenance:
+    """The provenance in ``data`` (``what`` names where it came from); a PatchError of one line for
+    anything :func:`provenance_bytes` would not write, the fields checked before any reaches a
     message, a terminal or git's command line, and the bytes last."""
     try:  # within the cap, json's own depth limit ends a deep nesting in RecursionError
-        if len(data) > MAX_RECORD_BYTES:
-            raise PatchError(f"larger than {MAX_RECORD_BYTES >> 10} KiB")
+        if len(data) > MAX_PROVENANCE_BYTES:
+            raise PatchError(f"larger than {MAX_PROVENANCE_BYTES >> 10} KiB")
         document = json.loads(data.decode("utf-8"))
         component = document["metadata"]["component"]
         ancestor = component["pedigree"]["ancestors"][0]
         properties = {p["name"][len(_NAMESPACE) :]: p["value"] for p in component["properties"]}
         fixes = properties.get("fixes")
-        record = ProvenanceRecord(
+        provenance = Provenance(
             version=component["version"],
             label=properties["label"],
             base_wheel=parse_qs(ancestor["purl"].partition("?")[2])["file_name"][0],
@@ -233,23 +233,28 @@ def parse_record(data: bytes, what: str) -> ProvenanceRecord:
             source_date_epoch=properties.get("source_date_epoch"),
             local_install=properties.get("base") == LOCAL_INSTALL,
         )
-        texts: List[Any] = [record.version, record.label, record.base_wheel, *record.fixes]
-        digests = (record.base_sha256, record.overlay_sha256, record.tool_sha256)
-        revision = record.revision
+        texts: List[Any] = [
+            provenance.version,
+            provenance.label,
+            provenance.base_wheel,
+            *provenance.fixes,
+        ]
+        digests = (provenance.base_sha256, provenance.overlay_sha256, provenance.tool_sha256)
+        revision = provenance.revision
         if not all(isinstance(t, str) and t.isascii() and t.isprintable() for t in texts):
             raise PatchError("a text field holds what no build writes")
         if not (isinstance(revision, str) and (revision == UNKNOWN or _COMMIT.fullmatch(revision))):
             raise PatchError(f"its revision is neither a full git commit id nor {UNKNOWN!r}")
-        epoch = record.source_date_epoch
+        epoch = provenance.source_date_epoch
         if not (epoch is None or is_epoch(epoch)):
             raise PatchError("its SOURCE_DATE_EPOCH is not a whole number of seconds in digits")
         if not all(map(is_sha256_hex, digests)):
             raise PatchError("a digest is not a sha256 in hex")
-        if not is_wheel_filename(record.base_wheel):
+        if not is_wheel_filename(provenance.base_wheel):
             raise PatchError("its base wheel is not a wheel's file name")
-        if record_bytes(record) != data:
+        if provenance_bytes(provenance) != data:
             raise PatchError("fields added, changed or reformatted")
-        return record
+        return provenance
     except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError) as error:
         problem = f"{type(error).__name__}: {str(error)[:200]}"
     except PatchError as error:
@@ -260,30 +265,30 @@ def parse_record(data: bytes, what: str) -> ProvenanceRecord:
     )
 
 
-def format_record(record: ProvenanceRecord, *, locked: Optional[bool] = None) -> str:
-    """The record as lines a person reads (``provenance`` and ``verify`` print them);
+def format_provenance(provenance: Provenance, *, locked: Optional[bool] = None) -> str:
+    """The provenance as lines a person reads (``provenance`` and ``verify`` print them);
     ``locked`` says whether the lock of official wheels holds the base (``None``: not asked)."""
-    dirty = {True: "yes", False: "no", None: "unknown"}[record.dirty]
-    base = parse_wheel_name(record.base_wheel)
+    dirty = {True: "yes", False: "no", None: "unknown"}[provenance.dirty]
+    base = parse_wheel_name(provenance.base_wheel)
     sources = {True: "official: in the lock", False: "not in the lock of official wheels"}
     source = "official, as the record says" if locked is None else sources[locked]
-    if record.local_install:
+    if provenance.local_install:
         source = "a local install's files, not an official file"
-    left_out = [fix for fix in config.FIX_NAMES if fix not in record.fixes]
-    fixes = ", ".join(record.fixes) or "not recorded"
-    if record.fixes and left_out:
+    left_out = [fix for fix in config.FIX_NAMES if fix not in provenance.fixes]
+    fixes = ", ".join(provenance.fixes) or "not recorded"
+    if provenance.fixes and left_out:
         fixes += f" (not {', '.join(left_out)})"
     lines = [
-        f"version:         {record.version}",
+        f"version:         {provenance.version}",
         f"distribution:    {base.name}",
-        f"label:           {record.label}",
-        f"base wheel:      {record.base_wheel} ({source})",
-        f"base sha256:     {record.base_sha256}",
-        f"overlay sha256:  {record.overlay_sha256} ({config.OVERLAY_PATH})",
+        f"label:           {provenance.label}",
+        f"base wheel:      {provenance.base_wheel} ({source})",
+        f"base sha256:     {provenance.base_sha256}",
+        f"overlay sha256:  {provenance.overlay_sha256} ({config.OVERLAY_PATH})",
         f"fixes:           {fixes}",
-        f"revision:        {record.revision} (not the revision's overlay and tool: {dirty})",
-        f"build tool:      {TOOL_NAME}, sources sha256 {record.tool_sha256}",
+        f"revision:        {provenance.revision} (not the revision's overlay and tool: {dirty})",
+        f"build tool:      {TOOL_NAME}, sources sha256 {provenance.tool_sha256}",
     ]
-    if record.source_date_epoch is not None:
-        lines.append(f"SOURCE_DATE_EPOCH: {record.source_date_epoch}")
+    if provenance.source_date_epoch is not None:
+        lines.append(f"SOURCE_DATE_EPOCH: {provenance.source_date_epoch}")
     return "\n".join(lines)

@@ -1,9 +1,9 @@
 """``verify``: a patched wheel is this repository's when it rebuilds it, byte for byte.
 
-Of the wheel's bytes (read once, within a cap) only the provenance record is parsed: capped,
-depth-bounded, accepted only as :func:`~.provenance.record_bytes` writes it. It must agree with
+Of the wheel's bytes (read once, within a cap) only the provenance is parsed: capped,
+depth-bounded, accepted only as :func:`~.provenance.provenance_bytes` writes it. It must agree with
 the wheel's name and the lock and name a release (see :mod:`.releases`); the wheel is then
-rebuilt from the official base and that revision's overlay, by this tool where the record names
+rebuilt from the official base and that revision's overlay, by this tool where the provenance names
 it, else by the revision's own tool from ``git archive`` (only main's first-parent commits run),
 and the sha256 of the whole file compared. The report of what differs is one bounded, linear
 pass: names escaped and cut, members compared by CRC, size and mode, small texts diffed.
@@ -28,10 +28,21 @@ from typing import List, Optional
 
 from packaging.utils import parse_wheel_filename
 
-from . import PatchError, config, console, files, git, provenance, settings
+from . import PatchError, config, console, files, git, settings
 from .fetch import cached_base
 from .lock import Lock
 from .patch import Origin, patch_wheel
+from .provenance import (
+    MAX_PROVENANCE_BYTES,
+    UNKNOWN,
+    Provenance,
+    SourceRevision,
+    format_provenance,
+    parse_provenance,
+    provenance_member,
+    tool_sha256,
+    write_revision_file,
+)
 from .releases import (
     FETCH_HISTORY,
     label_parts,
@@ -53,14 +64,14 @@ _ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, ValueError, EOFError, NotImplemen
 
 @dataclass
 class Verification:
-    """What ``verify`` found: the record (where one was read), the lines of the report, and
+    """What ``verify`` found: the provenance (where one was read), the lines of the report, and
     the verdict, its last line; ``verified`` only for the rebuild's very bytes."""
 
     filename: str
     sha256: str
     verified: bool = False
     verdict: str = ""
-    record: Optional[provenance.ProvenanceRecord] = None
+    provenance: Optional[Provenance] = None
     lines: List[str] = field(default_factory=list)
     locked: Optional[bool] = None  # whether the lock of official wheels holds the base
 
@@ -69,8 +80,10 @@ class Verification:
         hidden = len(self.lines) - len(lines)
         more = [f"... {hidden} more lines (--full-diff shows them)"] if hidden else []
         head = f"patched wheel:  {console.escaped(self.filename)}\nsha256:         {self.sha256}"
-        record = [provenance.format_record(self.record, locked=self.locked)] if self.record else []
-        return "\n".join([head, *record, *lines, *more, self.verdict])
+        provenance = (
+            [format_provenance(self.provenance, locked=self.locked)] if self.provenance else []
+        )
+        return "\n".join([head, *provenance, *lines, *more, self.verdict])
 
     def refused(self, why: str) -> Verification:
         self.verdict = f"NOT verified: {console.escaped(why)}; do not install it"
@@ -126,12 +139,10 @@ def differences(candidate: bytes, rebuilt: bytes) -> List[str]:
     ]
 
 
-def _rebuild_from_history(
-    repository: Path, record: provenance.ProvenanceRecord, base: Path
-) -> bytes:
-    """The wheel as the own tool of ``record.revision`` (a main branch commit) builds it from
+def _rebuild_from_history(repository: Path, provenance: Provenance, base: Path) -> bytes:
+    """The wheel as the own tool of ``provenance.revision`` (a main branch commit) builds it from
     ``git archive``, with a lock of the one base and the recorded settings."""
-    revision = record.revision
+    revision = provenance.revision
     with tempfile.TemporaryDirectory(prefix="patched-wheel-verify-") as folder:
         tree, out, lock = Path(folder) / "tree", Path(folder) / "out", Path(folder) / "lock.json"
         data = git.git_bytes(repository, "archive", "--format=tar", "--end-of-options", revision)
@@ -142,13 +153,13 @@ def _rebuild_from_history(
                 tar.extractall(tree, filter="data")
             else:
                 tar.extractall(tree)
-        source = provenance.SourceRevision(revision, False, record.source_date_epoch)
-        provenance.write_revision_file(tree, tree, source)
+        source = SourceRevision(revision, False, provenance.source_date_epoch)
+        write_revision_file(tree, tree, source)
         environ = {k: v for k, v in os.environ.items() if not k.startswith("TORCHTRT_BASE_")}
         environ.pop("SOURCE_DATE_EPOCH", None)
-        if record.source_date_epoch is not None:
-            environ["SOURCE_DATE_EPOCH"] = record.source_date_epoch
-        lock.write_text(json.dumps({"wheels": {record.base_wheel: record.base_sha256}}))
+        if provenance.source_date_epoch is not None:
+            environ["SOURCE_DATE_EPOCH"] = provenance.source_date_epoch
+        lock.write_text(json.dumps({"wheels": {provenance.base_wheel: provenance.base_sha256}}))
         command = [sys.executable, str(tree / config.TOOL_PATH), "build", "--base-wheel", str(base)]
         command += ["--out", str(out), "--lock", str(lock)]
         completed = subprocess.run(command, env=environ, capture_output=True, text=True)
@@ -168,10 +179,10 @@ def base_request(official: str) -> settings.BaseRequest:
     return settings.BaseRequest(str(version), tag.platform, python, str(name))
 
 
-def read_record(data: bytes, filename: str) -> provenance.ProvenanceRecord:
-    """The provenance record of the wheel whose bytes are ``data``, and nothing else of it; a
-    PatchError of one line for a wheel without a record or with one this tool never writes."""
-    member = provenance.record_member(parse_wheel_name(filename).dist_info)
+def read_provenance(data: bytes, filename: str) -> Provenance:
+    """The provenance of the wheel whose bytes are ``data``, and nothing else of it; a
+    PatchError of one line for a wheel without a provenance or with one this tool never writes."""
+    member = provenance_member(parse_wheel_name(filename).dist_info)
     count = member_count(data)  # before zipfile reads the central directory
     if count is None or count > MAX_MEMBERS:
         states = "no zip end record, or a ZIP64 one" if count is None else f"{count} members"
@@ -181,7 +192,7 @@ def read_record(data: bytes, filename: str) -> provenance.ProvenanceRecord:
         )
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive, archive.open(member) as stream:
-            recorded = stream.read(provenance.MAX_RECORD_BYTES + 1)
+            recorded = stream.read(MAX_PROVENANCE_BYTES + 1)
     except KeyError:
         raise PatchError(
             f"{filename}: has no provenance record ({member}), so nothing says which base and "
@@ -192,7 +203,7 @@ def read_record(data: bytes, filename: str) -> provenance.ProvenanceRecord:
         raise PatchError(
             f"{filename}: its provenance record cannot be read ({console.escaped(str(error))[:200]})"
         ) from None
-    return provenance.parse_record(recorded, f"{filename}:{member}")
+    return parse_provenance(recorded, f"{filename}:{member}")
 
 
 def verify_bytes(
@@ -210,7 +221,7 @@ def verify_bytes(
     for what stops the judgement itself (no base to be had, git failing)."""
     verification = Verification(filename, hashlib.sha256(data).hexdigest())
     refuse = verification.refused  # every NOT verified verdict
-    # 1. The record, the only thing read from the wheel: capped, bounded, checked.
+    # 1. The provenance, the only thing read from the wheel: capped, bounded, checked.
     name = parse_wheel_name(filename)
     if name.build_tag:
         return refuse(
@@ -221,20 +232,23 @@ def verify_bytes(
     if label is None:
         return refuse(f"its version {name.written_version!r} carries no label of this fork")
     try:
-        record = verification.record = read_record(data, filename)
+        provenance = verification.provenance = read_provenance(data, filename)
     except PatchError as error:
         return refuse(str(error))
-    if record.local_install:
+    if provenance.local_install:
         return refuse(
             f"made from a local install of {name.name} {base_version}, not from an official "
             "file, so no official file can rebuild it; its record says what it carries"
         )
     official = f"{name.written_name}-{base_version}-{name.written_tags}.whl"
-    pairs = [("version", record.version, name.written_version), ("label", record.label, label)]
-    for what, recorded, actual in pairs + [("base wheel", record.base_wheel, official)]:
+    pairs = [
+        ("version", provenance.version, name.written_version),
+        ("label", provenance.label, label),
+    ]
+    for what, recorded, actual in pairs + [("base wheel", provenance.base_wheel, official)]:
         if recorded != actual:
             return refuse(f"its record names the {what} {recorded!r}, its name {actual!r}: altered")
-    if lock.wheels.get(official, record.base_sha256) != record.base_sha256:
+    if lock.wheels.get(official, provenance.base_sha256) != provenance.base_sha256:
         return refuse(f"its record names a base {official} that is not the lock's official file")
     verification.locked = official in lock.wheels
     if official not in lock.wheels and not unlocked:
@@ -242,11 +256,11 @@ def verify_bytes(
         return refuse(why)
 
     # 2. A release: a clean build of a main branch revision, under that revision's number.
-    number, development = label_parts(record.label)
-    revision, overlay_id = record.revision, record.overlay_sha256[:12]
+    number, development = label_parts(provenance.label)
+    revision, overlay_id = provenance.revision, provenance.overlay_sha256[:12]
     if development is not None:
         return refuse(f"a development build of overlay {overlay_id}, not a release of this fork")
-    if number is None or revision == provenance.UNKNOWN or record.dirty is not False:
+    if number is None or revision == UNKNOWN or provenance.dirty is not False:
         why = "a build that names no clean revision (its record), not a release of this fork"
         return refuse(why)
     history = main_history(repository)
@@ -264,34 +278,36 @@ def verify_bytes(
             "released"
         )
     overlay_data, releases = released_at(repository, revision)
-    if hashlib.sha256(overlay_data).hexdigest() != record.overlay_sha256:
+    if hashlib.sha256(overlay_data).hexdigest() != provenance.overlay_sha256:
         why = f"its overlay is not revision {revision}'s, though its record says so: altered"
         return refuse(why)
-    if releases.get(record.overlay_sha256) != number:
-        return refuse(f"an overlay this repository never released as +{record.label}")
-    if tool_sha256_at(repository, revision) != record.tool_sha256:
+    if releases.get(provenance.overlay_sha256) != number:
+        return refuse(f"an overlay this repository never released as +{provenance.label}")
+    if tool_sha256_at(repository, revision) != provenance.tool_sha256:
         return refuse(f"its record names a build tool that is not revision {revision}'s own")
-    released, date = release_commit(repository, revision, record.overlay_sha256, number)
+    released, date = release_commit(repository, revision, provenance.overlay_sha256, number)
     if released != revision:
         return refuse(
             f"built at revision {revision}, not at {released}, the commit that released "
-            f"+{record.label} with this tool: not the release's one file; build it again"
+            f"+{provenance.label} with this tool: not the release's one file; build it again"
         )
-    if record.source_date_epoch not in (None, date):  # None: a tool that records no time
+    if provenance.source_date_epoch not in (None, date):  # None: a tool that records no time
         return refuse(f"its SOURCE_DATE_EPOCH is not {date}, the time of the release's commit")
     given = None if overlay is None else files.read_file(overlay, what="--overlay")
-    if given is not None and hashlib.sha256(given).hexdigest() != record.overlay_sha256:
+    if given is not None and hashlib.sha256(given).hexdigest() != provenance.overlay_sha256:
         raise PatchError(
-            f"--overlay is not the overlay the wheel's record names ({record.overlay_sha256}); "
+            f"--overlay is not the overlay the wheel's record names ({provenance.overlay_sha256}); "
             "leave it out"
         )
 
     # 3. The base, by the recorded name and sha256: the wheel's own Python and platform.
     given_base = base_wheel is not None
     if base_wheel is None:
-        base_wheel = cached_base(base_request(official), official, record.base_sha256, cache_dir)
+        base_wheel = cached_base(
+            base_request(official), official, provenance.base_sha256, cache_dir
+        )
     base_data = files.read_file(base_wheel, what="the base wheel")
-    if hashlib.sha256(base_data).hexdigest() != record.base_sha256:
+    if hashlib.sha256(base_data).hexdigest() != provenance.base_sha256:
         fix = (
             "give that one with --base-wheel, or leave it out to fetch it"
             if given_base
@@ -300,22 +316,22 @@ def verify_bytes(
         )
         raise PatchError(
             f"the base wheel {str(base_wheel)!r} is not the one the record names (sha256 "
-            f"{record.base_sha256}); {fix}"
+            f"{provenance.base_sha256}); {fix}"
         )
 
     # 4. The rebuild, and the bytes compared.
     lines, short = verification.lines, revision[:12]
-    if record.tool_sha256 == provenance.tool_sha256():
+    if provenance.tool_sha256 == tool_sha256():
         lines.append(f"rebuilt here, by this tool (the one revision {short} built with)")
-        source = provenance.SourceRevision(revision, False, date)
-        origin = Origin(record.label, source, record.tool_sha256, date)
+        source = SourceRevision(revision, False, date)
+        origin = Origin(provenance.label, source, provenance.tool_sha256, date)
         overlay_parts = overlay_from_bytes(overlay_data, config.OVERLAY_PATH)
-        base = BaseWheel(base_data, official, sha256=record.base_sha256)  # checked above
+        base = BaseWheel(base_data, official, sha256=provenance.base_sha256)  # checked above
         rebuilt = patch_wheel(base, overlay_parts, origin=origin).data
     else:
         lines.append(f"rebuilt by revision {short}'s own tool, from git history")
         rebuilt = _rebuild_from_history(
-            repository, record._replace(source_date_epoch=date), base_wheel
+            repository, provenance._replace(source_date_epoch=date), base_wheel
         )
     if hashlib.sha256(rebuilt).hexdigest() == verification.sha256:
         verification.verified = True
@@ -327,7 +343,7 @@ def verify_bytes(
         )
         verification.verdict = (
             f"verified: {base_text} plus this repository's released overlay "
-            f"+{record.label} (fixes: {', '.join(record.fixes)}), nothing else (rebuilt byte for "
+            f"+{provenance.label} (fixes: {', '.join(provenance.fixes)}), nothing else (rebuilt byte for "
             "byte)"
         )
         return verification
