@@ -24,11 +24,17 @@ from patched_wheel.config import OVERLAY_PATH, OVERLAY_RELEASES_FILE, REPOSITORY
 from patched_wheel.lock import Lock
 from patched_wheel.patch import Origin, patch_wheel
 from patched_wheel.provenance import SourceRevision, tool_sha256
+from patched_wheel.releases import load_overlay_releases
 from patched_wheel.splice import overlay_from_bytes
 from patched_wheel.verify import Verification, differences, verify_bytes
 from patched_wheel.wheel import BaseWheel
 
 Released = Tuple[Path, Path, Path, Path]
+# The overlay's release number, as the registry the release repositories copy holds it.
+RELEASES = load_overlay_releases(OVERLAY_RELEASES_FILE)
+RELEASED = (
+    f"memfix1.{RELEASES[hashlib.sha256((REPOSITORY / OVERLAY_PATH).read_bytes()).hexdigest()]}"
+)
 
 
 def build(repo: Path, base: Path, lock: Path, *options: str) -> Path:
@@ -462,7 +468,7 @@ def test_a_record_of_a_later_commit_is_not_the_release(released: Released) -> No
     git(repo, "add", "README.md")
     git(repo, "commit", "-qm", "readme")
     later = git(repo, "rev-parse", "HEAD").strip()
-    name, data = crafted(base, "memfix1.3", later, tool_sha256())
+    name, data = crafted(base, RELEASED, later, tool_sha256())
     result = judge(released, data, name)
     assert not result.verified and "not the release's one file" in result.verdict
 
@@ -475,7 +481,7 @@ def test_a_record_pairing_a_revision_with_another_tool_is_refused(released: Rele
         stream.write("# a later change of the tool\n")
     git(repo, "commit", "-qam", "later tool")
     later = git(repo, "rev-parse", "HEAD").strip()
-    name, data = crafted(base, "memfix1.3", later, tool_sha256())
+    name, data = crafted(base, RELEASED, later, tool_sha256())
     result = judge(released, data, name)
     assert not result.verified and "not revision" in result.verdict
 
@@ -539,7 +545,7 @@ def test_git_answers_from_the_clones_own_objects(released: Released, how: str) -
     run_tool(evil, "register-overlay")
     git(evil, "commit", "-qam", "evil release")
     wheel = build(evil, base, lock, "--out", str(repo.parent / "evil-dist"))
-    assert "+memfix1.4" in wheel.name
+    assert f"+memfix1.{max(RELEASES.values()) + 1}" in wheel.name
     git(repo, "fetch", "-q", str(evil), "main:refs/heads/evil")
     environ = {}
     if how == "replace":
