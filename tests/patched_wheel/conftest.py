@@ -7,7 +7,7 @@ from types import ModuleType
 from typing import Dict, Tuple
 
 import pytest
-from helpers import make_wheel, release_repo, write_lock
+from helpers import RTX, make_wheel, release_repo, write_lock
 from patched_wheel.config import SUPPORTED_RELEASES
 from patched_wheel.settings import VARIABLES
 from wheel_helpers import fetch
@@ -39,3 +39,11 @@ def released(tmp_path: Path) -> Tuple[Path, Path, Path, Path]:
     cache = tmp_path / "cache"
     base = make_wheel(cache)
     return release_repo(tmp_path), base, write_lock(tmp_path / "lock.json", base), cache
+
+
+@pytest.fixture
+def both(tmp_path: Path) -> Tuple[Path, Path, Path]:
+    """(release repo, lock, cache) with a synthetic base of each distribution, one release."""
+    cache = tmp_path / "cache"
+    bases = [make_wheel(cache, name=name) for name in ("torch_tensorrt", RTX)]
+    return release_repo(tmp_path), write_lock(tmp_path / "lock.json", *bases), cache

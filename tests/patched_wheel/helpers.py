@@ -11,9 +11,15 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from typing import Dict, Mapping, Optional
+from typing import Dict, Mapping, Optional, Tuple
 
-from patched_wheel.config import OVERLAY_PATH, REPOSITORY, TARGET, TOOL_PATH
+from patched_wheel.config import OVERLAY_PATH, OVERLAY_RELEASES_FILE, REPOSITORY, TARGET, TOOL_PATH
+from patched_wheel.lock import Lock
+from patched_wheel.patch import Origin, patch_wheel
+from patched_wheel.provenance import SourceRevision
+from patched_wheel.splice import overlay_from_bytes
+from patched_wheel.verify import Verification, verify_bytes
+from patched_wheel.wheel import BaseWheel
 
 # An upstream utils.py in miniature: every hook of every fix is there.
 UTILS = b"""import torch
@@ -122,3 +128,103 @@ def run_tool(repo: Path, *args: str, **environ: str) -> subprocess.CompletedProc
     env.update(environ)
     command = [sys.executable, str(repo / TOOL_PATH), *args]
     return subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, check=False)
+
+
+# What a release build of the overlay at a made-up revision and tool would record.
+ORIGIN = Origin("memfix1.2", SourceRevision("0" * 40, False), "1" * 64)
+# (release repo, synthetic base, its lock file, the cache holding it): the ``released`` fixture.
+Released = Tuple[Path, Path, Path, Path]
+# The newest release in the registry that a release repository copies, and its label.
+NEWEST = max(map(int, json.loads(OVERLAY_RELEASES_FILE.read_text(encoding="utf-8"))["overlays"]))
+RELEASED = f"memfix1.{NEWEST}"
+
+
+def build(repo: Path, base: Path, lock: Path, *options: str) -> Path:
+    out = repo.parent / "dist"
+    done = run_tool(
+        repo, "build", "--base-wheel", str(base), "--lock", str(lock), "--out", str(out), *options
+    )
+    assert done.returncode == 0, done.stderr
+    return Path(done.stdout.strip())
+
+
+def verify(repo: Path, wheel: Path, lock: Path, cache: Path, *options: str) -> Tuple[int, str]:
+    done = run_tool(
+        repo, "verify", str(wheel), "--lock", str(lock), "--cache", str(cache), *options
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+def judge(released: Released, data: bytes, name: str) -> Verification:
+    """verify's judgement of the wheel ``data`` named ``name``, in the release repository."""
+    repo, _, lock, cache = released
+    wheels = json.loads(lock.read_text())["wheels"]
+    return verify_bytes(data, name, lock=Lock(wheels), cache_dir=cache, repository=repo)
+
+
+def crafted(
+    base: Path, label: str, revision: str, tool: str = "0" * 64, epoch: Optional[str] = None
+) -> Tuple[str, bytes]:
+    """A wheel with the record a build of ``label`` at ``revision`` by ``tool`` would write."""
+    data = base.read_bytes()
+    origin = Origin(label, SourceRevision(revision, False), tool, epoch)
+    patched = patch_wheel(
+        BaseWheel(data, base.name),
+        overlay_from_bytes((REPOSITORY / OVERLAY_PATH).read_bytes(), "o"),
+        origin=origin,
+    )
+    return patched.filename, patched.data
+
+
+RTX = "torch_tensorrt_rtx"
+
+
+def source_build(
+    folder: Path,
+    utils: bytes,
+    name: str = "torch_tensorrt",
+    version: str = "2.10.0a0+abc1234",
+    tag: str = "cp311-cp311-linux_x86_64",
+) -> Path:
+    """A fake install (by default of a source build, ``2.10.0a0+abc1234``, no official wheel of
+    it): the package, a dist-info with METADATA, WHEEL and RECORD, as pip leaves them."""
+    dist_info = f"{name}-{version}.dist-info"
+    files = {
+        "torch_tensorrt/__init__.py": b"",
+        "torch_tensorrt/dynamo/__init__.py": b"",
+        TARGET: utils,
+        f"{dist_info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+        "\n".encode(),
+        f"{dist_info}/WHEEL": f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {tag}\n".encode(),
+        f"{dist_info}/INSTALLER": b"pip\n",
+    }
+    rows = [f"{path},{record_hash(data)},{len(data)}" for path, data in files.items()]
+    rows += ["torch_tensorrt/__pycache__/__init__.cpython-311.pyc,,", f"{dist_info}/RECORD,,"]
+    files[f"{dist_info}/RECORD"] = ("\n".join(rows) + "\n").encode()
+    for path, data in files.items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_bytes(data)
+    return folder
+
+
+# A synthetic overlay written here. Its prepare_inputs takes the parameter name upstream's
+# callers pass by keyword (backends.py: disable_memory_format_check=True), as the call-site
+# check demands where test_distributions splices it into the official 2.8-2.11 wheels.
+OVERLAY = b"""import gc
+
+
+def deallocate_module(module, delete_module=True):
+    gc.collect()
+
+
+def release_host_and_device_memory():
+    gc.collect()
+
+
+def prepare_inputs(inputs, disable_memory_format_check=False):
+    return inputs
+
+
+def _helper():
+    return 1
+"""

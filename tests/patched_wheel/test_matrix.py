@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Tuple
 
-from helpers import run_tool
-
-Released = Tuple[Path, Path, Path, Path]
+from helpers import Released, run_tool
 
 
 def test_the_matrix_builds_the_locked_bases_and_indexes_releases(released: Released) -> None:

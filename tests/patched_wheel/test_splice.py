@@ -12,6 +12,7 @@ from types import ModuleType
 from typing import Dict, List
 
 import pytest
+from helpers import OVERLAY
 from patched_wheel import PatchError
 from patched_wheel.config import DEFAULT_OVERLAY as OVERLAY
 from patched_wheel.config import SUPPORTED_RELEASES, TARGET

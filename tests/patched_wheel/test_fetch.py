@@ -1,0 +1,157 @@
+"""Getting a base (fetch.py): the cache, pip's download, and a base made from an installed torch_tensorrt."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Tuple
+
+import pytest
+from helpers import RELEASED, RTX, UTILS, Released, build, run_tool, source_build, verify
+from installed_helpers import official_wheel
+from patched_wheel import PatchError
+from patched_wheel.config import REPOSITORY, TARGET
+from patched_wheel.settings import BaseRequest
+from wheel_helpers import fetch
+
+
+@pytest.mark.network
+def test_asource_build_install_is_patched_from_its_own_files_and_reversed(
+    tmp_path: Path,
+) -> None:
+    with zipfile.ZipFile(fetch("2.10.0")) as official:
+        utils = official.read(TARGET)
+    site = source_build(tmp_path / "site", utils)
+    out = tmp_path / "out"
+    done = run_tool(REPOSITORY, "build", "--release", "installed", "--out", str(out),
+                    PYTHONPATH=str(site))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    patched = Path(done.stdout.strip())
+    assert patched.name.startswith("torch_tensorrt-2.10.0a0+abc1234.memfix1.")
+    assert "pip install --force-reinstall --no-deps" in done.stderr
+    record = run_tool(REPOSITORY, "provenance", str(patched)).stdout
+    assert "(a local install's files, not an official file)" in record
+    assert "fixes:           offload, host-trim" in record
+    verdict = run_tool(REPOSITORY, "verify", str(patched))
+    assert verdict.returncode == 1 and "made from a local install" in verdict.stdout
+    # The reversal: the saved original, installed over the patched wheel, is the install again.
+    original = out / "torch_tensorrt-2.10.0a0+abc1234-cp311-cp311-linux_x86_64.whl"
+    target = tmp_path / "target"
+    for wheel in (patched, original):
+        pip = [sys.executable, "-m", "pip", "install", "--no-deps", "--upgrade", "--target"]
+        subprocess.run(pip + [str(target), str(wheel)], check=True, capture_output=True)
+        installed = (target / TARGET).read_bytes()
+        assert (installed == utils) == (wheel == original)
+
+
+def test_an_install_that_differs_from_its_record_is_refused(tmp_path: Path) -> None:
+    site = source_build(tmp_path / "site", UTILS)
+    (site / TARGET).write_bytes(UTILS + b"# edited\n")
+    done = run_tool(REPOSITORY, "build", "--release", "installed", "--out", str(tmp_path / "out"),
+                    PYTHONPATH=str(site))  # fmt: skip
+    assert done.returncode == 1 and "utils.py differs from its RECORD row" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+def test_an_install_where_no_fix_applies_is_refused(tmp_path: Path) -> None:
+    site = source_build(tmp_path / "site", b"def other():\n    pass\n")
+    done = run_tool(REPOSITORY, "build", "--release", "installed", "--out", str(tmp_path / "out"),
+                    PYTHONPATH=str(site))  # fmt: skip
+    assert done.returncode == 1 and "no fix of the overlay applies" in done.stderr
+
+
+def test_an_installed_rtx_release_takes_the_official_rtx_base(
+    both: Tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    repo, lock, cache = both
+    site = source_build(
+        tmp_path / "site", UTILS, RTX, "2.99.0", "cp311-cp311-manylinux_2_28_x86_64"
+    )
+    done = run_tool(repo, "build", "--release", "installed", "--lock", str(lock), "--cache",
+                    str(cache), "--out", str(tmp_path / "out"), PYTHONPATH=str(site))  # fmt: skip
+    assert done.returncode == 0 and "local install" not in done.stderr, done.stderr
+    assert Path(done.stdout.strip()).name.startswith(f"{RTX}-2.99.0+{RELEASED}-cp311")
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [
+        pytest.param({"UV_OFFLINE": "1"}, id="offline"),
+        pytest.param({"PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": "file:///nonexistent", "PIP_FIND_LINKS": ""}, id="download-fails"),
+    ],
+)  # fmt: skip
+def test_a_run_that_cannot_download_says_to_fetch_the_wheels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, environ: dict
+) -> None:
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    request = BaseRequest("2.14.0", "manylinux_2_28_x86_64", "3.11")
+    with pytest.raises(pytest.fail.Exception, match="is not in .* and this run cannot download: run 'python3 tests/fetch_wheels.py' once with network"):  # fmt: skip
+        official_wheel(request, tmp_path)
+
+
+@pytest.mark.network  # downloads what the cache lacks (offline: passes once it is filled)
+def test_fetch_wheels_fetches_each_file_once_and_sums_up() -> None:
+    script = REPOSITORY / "tests" / "fetch_wheels.py"
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    summary = re.fullmatch(r"fetch_wheels: (\d+) official wheels in \.cache/base-wheels \((\d+) downloaded, (\d+) already there\); build requirements in \.cache/build-requirements", lines[-1])  # fmt: skip
+    assert summary is not None and int(summary[1]) == int(summary[2]) + int(summary[3]), lines[-1]
+    fetched = [line for line in lines if line.endswith(".whl") and " " not in line]
+    assert len(fetched) == len(set(fetched)) == int(summary[2]), done.stdout
+
+
+def test_an_unreachable_index_is_said_in_one_line(tmp_path: Path) -> None:
+    """No network (here: an index address where nothing listens): one line that says the
+    index could not be reached, no traceback, no wheel."""
+    unreachable = {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_RETRIES": "1"}
+    unreachable.update(PIP_EXTRA_INDEX_URL="", PIP_FIND_LINKS="", PIP_TIMEOUT="2")
+    unreachable.update(PIP_NO_INDEX="0", PIP_CONFIG_FILE=os.devnull)  # not the caller's pip
+    done = run_tool(
+        REPOSITORY, "build", "--release", "2.13.0", "--platform", "manylinux_2_28_x86_64",
+        "--python", "3.11", "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "out"),
+        **unreachable,
+    )  # fmt: skip
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert done.returncode == 1 and len(errors) == 1, done.stderr
+    assert "the package index could not be reached" in errors[0]
+    assert "Traceback" not in done.stderr and not (tmp_path / "out").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs and /dev/zero are POSIX")
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_a_local_install_never_reads_what_is_not_a_regular_file(tmp_path: Path, kind: str) -> None:
+    """A FIFO would block for ever and /dev/zero never ends: neither is read."""
+    from packaging.utils import canonicalize_name
+    from patched_wheel.fetch import local_install_wheel
+    from patched_wheel.settings import BaseRequest
+
+    dist_info = "torch_tensorrt-2.99.0.dist-info"
+    package = tmp_path / "torch_tensorrt"
+    package.mkdir()
+    (tmp_path / dist_info).mkdir()
+    if kind == "fifo":
+        os.mkfifo(package / "odd.py")
+    else:
+        (package / "odd.py").symlink_to("/dev/zero")
+    (tmp_path / dist_info / "RECORD").write_text("torch_tensorrt/odd.py,sha256=x,1\n")
+    request = BaseRequest(
+        "2.99.0", "manylinux_2_28_x86_64", "3.11", canonicalize_name("torch-tensorrt")
+    )
+    with pytest.raises(PatchError, match="odd.py is missing or not a regular file"):
+        local_install_wheel((request, "2.99.0", tmp_path, dist_info))
+
+
+def test_a_damaged_cached_base_is_to_be_deleted(released: Released) -> None:
+    repo, base, lock, cache = released
+    wheel = build(repo, base, lock)
+    base.write_bytes(base.read_bytes() + b"damage")
+    status, report = verify(repo, wheel, lock, cache)
+    assert status == 1 and "delete it" in report and "leave it out" not in report

@@ -1,0 +1,230 @@
+"""The lock of official wheels (lock.py): what it holds, how it is refreshed, what it refuses."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import zipfile
+import zlib
+from pathlib import Path
+from typing import Dict
+
+import pytest
+from helpers import RTX, make_wheel, run_tool, write_lock
+from patched_wheel import PatchError
+from patched_wheel.config import LOCK_FILE, REPOSITORY, RTX_RELEASES
+from patched_wheel.lock import Lock, load_lock, open_base
+from patched_wheel.settings import BaseChoice, BaseRequest
+from patched_wheel.wheel import Entry, write_zip
+
+
+def test_the_lock_holds_every_rtx_wheel_and_2_8_and_2_9() -> None:
+    lock = load_lock()
+    rtx = [n for n in lock.wheels if n.startswith(f"{RTX}-")]
+    # cp310-cp313 x (Linux x86_64, Windows) per release, and cp314 for 2.14.0; no aarch64.
+    assert len(rtx) == 8 * len(RTX_RELEASES) + 2 and not [n for n in rtx if "aarch64" in n]
+    assert lock.official_name(BaseRequest("2.8.0", "manylinux_2_28_x86_64", "3.11")) == (
+        "torch_tensorrt-2.8.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_34_x86_64.whl"
+    )
+    assert "older than 2.11.0" in lock.unknown_request(
+        BaseRequest("2.10.0", distribution="torch-tensorrt-rtx")
+    )
+    assert "not built for 'manylinux_2_28_aarch64'" in lock.unknown_request(
+        BaseRequest("2.14.0", "manylinux_2_28_aarch64", "3.11", "torch-tensorrt-rtx")
+    )
+
+
+def test_2_7_is_refused_in_one_line(tmp_path: Path) -> None:
+    done = run_tool(REPOSITORY, "build", "--release", "2.7.0", "--out", str(tmp_path))
+    assert done.returncode == 1 and "older than 2.8.0" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_refreshing_one_distribution_keeps_the_others_wheels_of_that_release(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import patched_wheel.lock as lock_module
+
+    bases = [make_wheel(tmp_path, name=name) for name in ("torch_tensorrt", RTX)]
+    (tmp_path / "index").mkdir()
+    fresh = make_wheel(tmp_path / "index")  # downloaded again: the same file
+
+    def download(request: BaseRequest, folder: Path, **_: object) -> Path:
+        assert request.distribution == "torch-tensorrt"  # only the release asked for
+        return Path(shutil.copy(fresh, folder))  # pip's download, without the network
+
+    monkeypatch.setattr(lock_module, "pip_download", download)
+    path = write_lock(tmp_path / "lock.json", *bases)
+    refreshed = lock_module.refresh_lock([BaseRequest("2.99.0")], path=path)
+    rtx_digest = load_lock(tmp_path / "lock.json").wheels[bases[1].name]
+    assert set(refreshed.wheels) == {fresh.name, bases[1].name} == set(load_lock(path).wheels)
+    assert refreshed.wheels[bases[1].name] == rtx_digest  # the RTX wheel of 2.99.0 kept
+    assert refreshed.wheels[fresh.name] == hashlib.sha256(fresh.read_bytes()).hexdigest()
+
+
+def test_refreshing_one_platform_keeps_the_releases_other_platforms(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import patched_wheel.lock as lock_module
+
+    linux = make_wheel(tmp_path / "linux", tag="cp311-cp311-manylinux_2_28_x86_64")
+    windows = make_wheel(tmp_path / "windows", tag="cp311-cp311-win_amd64")
+    fresh = make_wheel(tmp_path / "index")  # downloaded again: the same file
+
+    def download(request: BaseRequest, folder: Path, **_: object) -> Path:
+        assert request.platform == "manylinux_2_28_x86_64"  # only the platform asked for
+        return Path(shutil.copy(fresh, folder))
+
+    monkeypatch.setattr(lock_module, "pip_download", download)
+    path = write_lock(tmp_path / "lock.json", linux, windows)
+    lock_module.refresh_lock([BaseRequest("2.99.0", "manylinux_2_28_x86_64", "3.11")], path=path)
+    wheels = load_lock(path).wheels
+    assert set(wheels) == {linux.name, windows.name}  # the Windows wheel of 2.99.0 kept
+    assert wheels[linux.name] == hashlib.sha256(fresh.read_bytes()).hexdigest()
+    assert wheels[windows.name] == hashlib.sha256(windows.read_bytes()).hexdigest()
+
+
+def test_the_lock_refuses_another_sha256_for_a_known_file_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PyPI never re-uploads a file name: a re-zipped copy an index serves is not a refresh."""
+    import patched_wheel.lock as lock_module
+
+    base = make_wheel(tmp_path)
+    rezipped = make_wheel(tmp_path / "index", {"torch_tensorrt/new.py": b""})  # the same name
+
+    def download(request: BaseRequest, folder: Path, **_: object) -> Path:
+        return Path(shutil.copy(rezipped, folder))
+
+    monkeypatch.setattr(lock_module, "pip_download", download)
+    path = write_lock(tmp_path / "lock.json", base)
+    before = path.read_bytes()
+    with pytest.raises(PatchError, match="never re-uploads a file name"):
+        lock_module.refresh_lock([BaseRequest("2.99.0")], path=path)
+    assert path.read_bytes() == before
+
+
+def test_a_release_newer_than_the_lock_says_who_adds_it() -> None:
+    message = load_lock().unknown_request(BaseRequest("2.15.0"))
+    assert (
+        "2.14.0 is the newest the lock knows; if upstream has released 2.15.0, a maintainer"
+        in message
+    )
+    assert "'python tools/patched_wheel lock --release 2.15.0 --distribution" in message
+
+
+def test_lock_of_a_release_the_index_lacks_fails_and_keeps_the_lock(tmp_path: Path) -> None:
+    index = tmp_path / "index"  # pip's find-links folder: an index of two releases' wheels
+    make_wheel(index, version="2.13.0")
+    make_wheel(index, version="2.14.0")
+    lock = tmp_path / "lock.json"  # the lock without the wheels the index has (a new release)
+    wheels = json.loads(LOCK_FILE.read_text())["wheels"]
+    kept = {
+        name: sha256
+        for name, sha256 in wheels.items()
+        if not name.startswith("torch_tensorrt-2.14.0-")
+    }
+    lock.write_text(json.dumps({"wheels": kept}))
+    before = lock.read_bytes()
+    offline = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(index)}
+    asked = ["--platform", "manylinux_2_28_x86_64", "--python", "3.11", "--lock", str(lock)]
+    asked += ["--distribution", "torch-tensorrt"]
+    done = run_tool(REPOSITORY, "lock", "--release", "2.15.0", *asked, **offline)
+    assert done.returncode == 1 and lock.read_bytes() == before, done.stderr
+    assert (
+        "the index has no wheels of torch-tensorrt 2.15.0 (its newest release is 2.14.0)"
+        in done.stderr
+    )
+    done = run_tool(
+        REPOSITORY, "lock", "--release", "2.14.0", *asked, "--python", "3.12", **offline
+    )
+    assert done.returncode == 0 and "1 of 2 wheels not on the index" in done.stderr, done.stderr
+    assert (
+        "torch_tensorrt-2.14.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+        in json.loads(lock.read_text())["wheels"]
+    )
+
+
+def test_an_unlocked_base_is_checked_against_its_record(tmp_path: Path) -> None:
+    base = make_wheel(tmp_path, {"torch_tensorrt/x.py": b"a"})
+    with zipfile.ZipFile(base, "a") as archive:
+        archive.writestr("torch_tensorrt/extra.py", b"not in RECORD")
+    with pytest.raises(PatchError, match="extra.py' differs from RECORD"):
+        open_base(BaseChoice(wheel=base, unlocked=True), lock=Lock({}))
+    with pytest.raises(PatchError, match="not in the lock of official wheels"):
+        open_base(BaseChoice(wheel=base), lock=Lock({}))
+
+
+def _rezipped(path: Path, *, mode_of: str = "", mode: int = 0, hide_after: str = "") -> None:
+    """``path`` written again by the tool's raw writer: ``mode_of``'s mode set to ``mode``,
+    bytes hidden after ``hide_after``'s deflate stream (its size and CRC unchanged)."""
+    entries = []
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            data = archive.read(info)
+            compressor = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+            payload = compressor.compress(data) + compressor.flush()
+            payload += b"hidden" if info.filename == hide_after else b""
+            attributes = mode << 16 if info.filename == mode_of else info.external_attr
+            entries.append(
+                Entry(
+                    info.filename,
+                    info.date_time,
+                    attributes,
+                    3,
+                    zipfile.ZIP_DEFLATED,
+                    zlib.crc32(data),
+                    len(data),
+                    payload,
+                )
+            )
+    path.write_bytes(write_zip(entries))
+
+
+DIST_INFO = "torch_tensorrt-2.99.0.dist-info"
+
+
+@pytest.mark.parametrize(
+    "files, change, problem",
+    [
+        pytest.param(
+            {}, dict(mode_of="torch_tensorrt/bin/torchtrtc", mode=0o104755), "setuid", id="setuid"
+        ),
+        pytest.param(
+            {"torch_tensorrt/dynamo/UTILS.py": b"x = 1\n"},
+            {},
+            "differ only in case",
+            id="case-variant",
+        ),
+        pytest.param(
+            {f"{DIST_INFO}/WHEEL": b"Wheel-Version: 1.0\nTag: py3-none-any\n"},
+            {},
+            "WHEEL's Tag",
+            id="wheel-tags",
+        ),
+        pytest.param(
+            {f"{DIST_INFO}/METADATA": b"Name: torch_tensorrt\nVersion: 2.98.0\n\n"},
+            {},
+            "METADATA's Name or Version",
+            id="metadata-version",
+        ),
+        pytest.param(
+            {"other-1.0.dist-info/METADATA": b"Name: other\n"},
+            {},
+            "a second .dist-info",
+            id="second-dist-info",
+        ),
+        pytest.param(
+            {}, dict(hide_after="torch_tensorrt/__init__.py"), "hidden after", id="hidden-bytes"
+        ),
+    ],
+)
+def test_an_unlocked_base_is_refused_where_installers_refuse_it(
+    tmp_path: Path, files: Dict[str, bytes], change: Dict[str, object], problem: str
+) -> None:
+    base = make_wheel(tmp_path, files, version="2.99.0")
+    if change:
+        _rezipped(base, **change)  # type: ignore[arg-type]
+    with pytest.raises(PatchError, match=problem):
+        open_base(BaseChoice(wheel=base, unlocked=True), lock=Lock({}))

@@ -1,0 +1,173 @@
+"""Releases of the overlay (releases.py): labels, the registry, and what counts as a release."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import (
+    OVERLAY,
+    RELEASED,
+    Released,
+    build,
+    crafted,
+    git,
+    judge,
+    make_wheel,
+    pip_environment,
+    run_tool,
+    verify,
+)
+from packaging.version import Version
+from patched_wheel.config import OVERLAY_PATH, OVERLAY_RELEASES_FILE, REPOSITORY
+from patched_wheel.patch import Origin, patch_wheel
+from patched_wheel.provenance import SourceRevision, tool_sha256
+from patched_wheel.splice import overlay_from_bytes
+from patched_wheel.wheel import BaseWheel
+
+
+def test_a_development_build_is_not_a_release(released: Released) -> None:
+    repo, base, lock, cache = released
+    (repo / OVERLAY_PATH).write_bytes((repo / OVERLAY_PATH).read_bytes() + b"\n# edited\n")
+    wheel = build(repo, base, lock)
+    assert ".dev" in wheel.name
+    status, report = verify(repo, wheel, lock, cache)
+    assert status == 1 and "a development build of overlay" in report
+
+
+def test_a_downgrade_built_with_an_old_overlay_is_not_a_release(released: Released) -> None:
+    """The first overlay ever committed, from this repository's history, with --overlay."""
+    repo, base, lock, cache = released
+    first = git(REPOSITORY, "log", "--reverse", "--format=%H", "--", OVERLAY_PATH).split()[0]
+    old = repo.parent / "old.py"
+    old.write_text(git(REPOSITORY, "show", f"{first}:{OVERLAY_PATH}"))
+    wheel = build(repo, base, lock, "--overlay", str(old))
+    assert ".dev" in wheel.name
+    assert "a development build" in verify(repo, wheel, lock, cache)[1]
+
+
+def test_development_labels_sort_below_releases() -> None:
+    from packaging.version import Version
+
+    dev = Version("2.14.0+memfix1.dev2.gcd7f5f9a51")
+    assert (
+        Version("2.14.0+memfix1") < dev < Version("2.14.0+memfix1.2") < Version("2.14.0+memfix1.3")
+    )
+
+
+@pytest.mark.parametrize("number", ["next", "99"])
+def test_a_relabelled_number_was_never_released(released: Released, number: str) -> None:
+    repo, base, lock, cache = released
+    if number == "next":  # the number the registry would give the next overlay
+        registry = json.loads(OVERLAY_RELEASES_FILE.read_text(encoding="utf-8"))
+        number = str(max(map(int, registry["overlays"])) + 1)
+    head = git(repo, "rev-parse", "HEAD").strip()
+    name, data = crafted(base, f"memfix1.{number}", head)
+    result = judge(released, data, name)
+    assert not result.verified and "never released as +memfix1." in result.verdict
+
+
+@pytest.mark.parametrize("where", ["branch", "stash", "unreachable"])
+def test_an_overlay_only_off_main_was_never_released(released: Released, where: str) -> None:
+    repo, base, lock, cache = released
+    overlay = repo / OVERLAY_PATH
+    overlay.write_bytes(overlay.read_bytes() + b"\n# off main\n")
+    run_tool(repo, "register-overlay")
+    if where == "branch":
+        git(repo, "checkout", "-qb", "feature")
+        git(repo, "commit", "-qam", "feature")
+        revision = git(repo, "rev-parse", "HEAD").strip()
+    elif where == "stash":
+        git(repo, "stash", "-q")
+        revision = git(repo, "rev-parse", "stash@{0}").strip()
+    else:
+        git(repo, "commit", "-qam", "soon unreachable")
+        revision = git(repo, "rev-parse", "HEAD").strip()
+        git(repo, "reset", "-q", "--hard", "HEAD~1")
+    name, data = crafted(base, "memfix1.3", revision)
+    result = judge(released, data, name)
+    assert not result.verified and "is not on the main branch" in result.verdict
+
+
+def test_a_registry_that_is_no_mapping_is_refused_under_python_o_too(tmp_path: Path) -> None:
+    (tmp_path / "registry.json").write_text('{"overlays": [2]}')
+    check = (
+        "import sys, patched_wheel.releases as r\n"
+        "try:\n    r.load_overlay_releases(r.Path(sys.argv[1]))\n"
+        "except r.PatchError as error:\n    print(error)\n"
+    )
+    environment = {**os.environ, "PYTHONPATH": str(REPOSITORY / "tools")}
+    command = [sys.executable, "-O", "-c", check, str(tmp_path / "registry.json")]
+    done = subprocess.run(command, capture_output=True, text=True, env=environment)
+    assert "is not a registry of overlays; restore it from git" in done.stdout, done.stderr
+
+
+def test_one_release_is_one_file_in_two_clones_at_two_commits(released: Released) -> None:
+    """A clone at a later commit that leaves the fork's files alone (a README edit) builds the
+    release's very bytes: the record names the commit that released it, and its time."""
+    repo, base, lock, cache = released
+    release = git(repo, "rev-parse", "HEAD").strip()
+    first = build(repo, base, lock)
+    clone = repo.parent / "clone"
+    git(repo.parent, "clone", "-q", str(repo), str(clone))
+    (clone / "README.md").write_text("an edit that does not touch the fork\n")
+    git(clone, "add", "README.md")
+    git(clone, "commit", "-qm", "readme", "--date=2030-01-01T00:00:00")
+    second = build(clone, base, lock, "--out", str(repo.parent / "second"))
+    assert first.name == second.name and first.read_bytes() == second.read_bytes()
+    assert release in run_tool(clone, "provenance", str(second)).stdout
+    status, report = verify(clone, second, lock, cache)
+    assert status == 0, report
+
+
+def test_a_record_of_a_later_commit_is_not_the_release(released: Released) -> None:
+    """What the build wrote before: the revision it was built at, not the release's commit."""
+    repo, base, lock, cache = released
+    (repo / "README.md").write_text("later\n")
+    git(repo, "add", "README.md")
+    git(repo, "commit", "-qm", "readme")
+    later = git(repo, "rev-parse", "HEAD").strip()
+    name, data = crafted(base, RELEASED, later, tool_sha256())
+    result = judge(released, data, name)
+    assert not result.verified and "not the release's one file" in result.verdict
+
+
+def test_a_shallow_clone_says_it_lacks_history(released: Released) -> None:
+    repo, base, lock, cache = released
+    wheel = build(repo, base, lock)
+    for edit in ("one", "two"):
+        (repo / "README.md").write_text(edit)
+        git(repo, "add", "README.md")
+        git(repo, "commit", "-qm", edit)
+    shallow = repo.parent / "shallow"
+    git(repo.parent, "clone", "-q", "--depth", "1", repo.as_uri(), str(shallow))
+    status, report = verify(shallow, wheel, lock, cache)
+    assert status == 1 and "git fetch --unshallow" in report and "never released" not in report
+    done = run_tool(shallow, "build", "--base-wheel", str(base), "--lock", str(lock))
+    assert done.returncode == 1 and "git fetch --unshallow" in done.stderr
+
+
+def test_development_labels_sort_below_releases_for_pip(tmp_path: Path) -> None:
+    folder = tmp_path / "wheels"
+    for label in ("memfix1.dev2.gcd7f5f9a51", "memfix1.2"):
+        origin = Origin(label, SourceRevision("0" * 40, False), "1" * 64)
+        data = patch_wheel(
+            BaseWheel(
+                make_wheel(tmp_path / "b").read_bytes(),
+                "torch_tensorrt-2.99.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+            ),
+            overlay_from_bytes(OVERLAY, "o"),
+            origin=origin,
+        )
+        (folder).mkdir(exist_ok=True)
+        (folder / data.filename).write_bytes(data.data)
+    command = [sys.executable, "-m", "pip", "download", "--no-index", "--find-links", str(folder), "--no-deps",
+               "--platform", "manylinux_2_28_x86_64", "--python-version", "3.11", "--only-binary=:all:",
+               "-d", str(tmp_path / "got"), "torch_tensorrt==2.99.0"]  # fmt: skip
+    subprocess.run(command, check=True, capture_output=True, env=pip_environment())
+    assert [p.name.split("-")[1] for p in (tmp_path / "got").glob("*.whl")] == ["2.99.0+memfix1.2"]
+    assert Version("2.99.0+memfix1.dev2.gcd7f5f9a51") < Version("2.99.0+memfix1.2")
