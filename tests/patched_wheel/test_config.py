@@ -1,4 +1,4 @@
-"""Support and settings (config.py, settings.py): what the build supports and what a user asks for."""
+"""Support and settings (config.py, settings.py): what the build supports, what a user asks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Getting a base (fetch.py): the cache, pip's download, and a base made from an installed torch_tensorrt."""
+"""Getting a base (fetch.py): the cache, pip's download, a base made from an installed one."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The wheel format (wheel.py): names, members, times and RECORD as the tool reads and writes them."""
+"""The wheel format (wheel.py): names, members, times and RECORD, as the tool reads them."""
 
 from __future__ import annotations
 

@@ -2,11 +2,12 @@
 an option or a variable, and the base wheel they choose.
 
 The CLI's options and the environment of ``pip wheel .`` are checked by the same functions, so a
-value refused in one is refused in the other with the same words. The environment: ``TORCHTRT_BASE_WHEEL`` (a wheel file), else
-``TORCHTRT_BASE_VERSION`` (a release or ``installed``), ``_PLATFORM``, ``_PYTHON`` and
-``_DISTRIBUTION``; ``TORCHTRT_BASE_UNLOCKED=1`` builds a base the lock does not know. Any other
-``TORCHTRT_BASE_*`` (in any case, on POSIX) or a near miss is refused with the name it probably
-meant: a misspelt variable would quietly patch another release.
+value refused in one is refused in the other with the same words. The environment:
+``TORCHTRT_BASE_WHEEL`` (a wheel file), else ``TORCHTRT_BASE_VERSION`` (a release or
+``installed``), ``_PLATFORM``, ``_PYTHON`` and ``_DISTRIBUTION``; ``TORCHTRT_BASE_UNLOCKED=1``
+builds a base the lock does not know. Any other ``TORCHTRT_BASE_*`` (in any case, on POSIX) or a
+near miss is refused with the name it probably meant: a misspelt variable would quietly patch
+another release.
 """
 
 from __future__ import annotations

@@ -201,7 +201,8 @@ def read_provenance(data: bytes, filename: str) -> Provenance:
         ) from None
     except _ZIP_ERRORS as error:
         raise PatchError(
-            f"{filename}: its provenance record cannot be read ({console.escaped(str(error))[:200]})"
+            f"{filename}: its provenance record cannot be read "
+            f"({console.escaped(str(error))[:200]})"
         ) from None
     return parse_provenance(recorded, f"{filename}:{member}")
 
@@ -343,8 +344,8 @@ def verify_bytes(
         )
         verification.verdict = (
             f"verified: {base_text} plus this repository's released overlay "
-            f"+{provenance.label} (fixes: {', '.join(provenance.fixes)}), nothing else (rebuilt byte for "
-            "byte)"
+            f"+{provenance.label} (fixes: {', '.join(provenance.fixes)}), nothing else "
+            "(rebuilt byte for byte)"
         )
         return verification
     lines += differences(data, rebuilt)
