@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 import pytest
 from patched_wheel import PatchError
-from patched_wheel.config import DEFAULT_CACHE_DIR, DEFAULT_OVERLAY, REPOSITORY
+from patched_wheel.config import DEFAULT_CACHE_DIR, DEFAULT_OVERLAY, DEFAULT_RELEASE, REPOSITORY
 from patched_wheel.fetch import cached_base
 from patched_wheel.lock import load_lock, open_base
 from patched_wheel.patch import build_patched_wheel
@@ -152,10 +152,10 @@ def probe(target: Path, out: Path, *, gpu_bytes: int = 0) -> Dict[str, Any]:
 # Official bases of the index and verify tests: the newest release on every platform of the
 # matrix (two Pythons on one), and an older release beside it.
 INDEX_BASES = (
-    BaseRequest("2.14.0", "manylinux_2_28_x86_64", "3.11"),
-    BaseRequest("2.14.0", "manylinux_2_28_x86_64", "3.12"),
-    BaseRequest("2.14.0", "manylinux_2_28_aarch64", "3.12"),
-    BaseRequest("2.14.0", "win_amd64", "3.12"),
+    BaseRequest(DEFAULT_RELEASE, "manylinux_2_28_x86_64", "3.11"),
+    BaseRequest(DEFAULT_RELEASE, "manylinux_2_28_x86_64", "3.12"),
+    BaseRequest(DEFAULT_RELEASE, "manylinux_2_28_aarch64", "3.12"),
+    BaseRequest(DEFAULT_RELEASE, "win_amd64", "3.12"),
     BaseRequest("2.12.0", "manylinux_2_28_x86_64", "3.11"),
 )
 

@@ -21,7 +21,7 @@ from typing import Dict, List
 import pytest
 from helpers import make_wheel
 from installed_helpers import plain_index
-from patched_wheel.config import README, REPOSITORY
+from patched_wheel.config import DEFAULT_RELEASE, README, REPOSITORY
 from patched_wheel.patch import build_patched_wheel
 from patched_wheel.wheel import BaseWheel
 from uv import find_uv_bin
@@ -43,7 +43,7 @@ def indexes(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, str]:
     """``pypi``: a folder standing in for PyPI with the official wheel; ``patched``: the
     index of its patched wheel, as ``matrix`` would publish it."""
     official_dir = tmp_path_factory.mktemp("pypi")
-    official = make_wheel(official_dir, version="2.14.0", tag="py3-none-any")
+    official = make_wheel(official_dir, version=DEFAULT_RELEASE, tag="py3-none-any")
     patched_dir = tmp_path_factory.mktemp("patched")
     build_patched_wheel(BaseWheel(official.read_bytes(), official.name), out_dir=patched_dir)
     return {
@@ -109,9 +109,9 @@ def test_pip_goes_back_to_the_official_wheel(
 ) -> None:
     command = go_back_commands(page)[0]
     variables = {configured: indexes["patched"]} if configured else {}
-    assert pip_chooses(command, indexes["pypi"], tmp_path, **variables) == ["2.14.0"]
+    assert pip_chooses(command, indexes["pypi"], tmp_path, **variables) == [DEFAULT_RELEASE]
     on_the_line = f"{command} --extra-index-url {indexes['patched']}"
-    assert pip_chooses(on_the_line, indexes["pypi"], tmp_path) == ["2.14.0"]
+    assert pip_chooses(on_the_line, indexes["pypi"], tmp_path) == [DEFAULT_RELEASE]
 
 
 @pytest.mark.parametrize("page", [README, INSTALL_PAGE], ids=["README", "install-page"])
@@ -129,13 +129,13 @@ def test_uv_goes_back_to_the_official_wheel(
     command = go_back_commands(page)[1]
     variables = {configured: indexes["patched"]} if configured else {}
     output = uv_chooses(command, indexes["pypi"], tmp_path, **variables)
-    assert " + torch-tensorrt==2.14.0\n" in output
+    assert f" + torch-tensorrt=={DEFAULT_RELEASE}\n" in output
 
 
 def test_a_plain_equals_takes_the_patched_wheel_again(
     indexes: Dict[str, str], tmp_path: Path
 ) -> None:
     """Why the docs use ``===``: the command they gave before reinstalls the patched wheel."""
-    before = f'pip install --force-reinstall --no-deps "torch_tensorrt==2.14.0" --index-url {PYPI}'
+    before = f'pip install --force-reinstall --no-deps "torch_tensorrt=={DEFAULT_RELEASE}" --index-url {PYPI}'
     chosen = pip_chooses(before, indexes["pypi"], tmp_path, PIP_EXTRA_INDEX_URL=indexes["patched"])
-    assert len(chosen) == 1 and chosen[0].startswith("2.14.0+memfix1.")
+    assert len(chosen) == 1 and chosen[0].startswith(f"{DEFAULT_RELEASE}+memfix1.")

@@ -12,13 +12,13 @@ from typing import Dict
 
 import pytest
 from helpers import run_tool
-from patched_wheel.config import REPOSITORY
+from patched_wheel.config import DEFAULT_RELEASE, REPOSITORY
 from uv import find_uv_bin
 
 
 @pytest.mark.network
 def test_every_route_gives_the_same_bytes(base_wheels: Dict[str, Path], tmp_path: Path) -> None:
-    base = base_wheels["2.14.0"]
+    base = base_wheels[DEFAULT_RELEASE]
     env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHTRT_BASE_")}
     env.update(TORCHTRT_BASE_WHEEL=str(base))
     routes = {
@@ -41,7 +41,7 @@ def test_every_route_gives_the_same_bytes(base_wheels: Dict[str, Path], tmp_path
 def test_the_sdist_carries_the_revision_file_with_its_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("TORCHTRT_BASE_VERSION", "2.14.0")
+    monkeypatch.setenv("TORCHTRT_BASE_VERSION", DEFAULT_RELEASE)
     from patched_wheel.backend import build_sdist
 
     name = build_sdist(str(tmp_path))

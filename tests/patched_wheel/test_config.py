@@ -7,7 +7,7 @@ import sys
 
 import pytest
 from patched_wheel import PatchError
-from patched_wheel.config import FIX_NAMES
+from patched_wheel.config import DEFAULT_RELEASE, FIX_NAMES
 from patched_wheel.patch import FIXES
 from patched_wheel.settings import canonical_distribution, choice_from_environment
 
@@ -39,4 +39,4 @@ def test_a_variable_the_build_does_not_read_is_refused(environ: dict, fragment: 
 
 def test_a_misspelt_variable_is_refused() -> None:
     with pytest.raises(PatchError, match="did you mean TORCHTRT_BASE_VERSION"):
-        choice_from_environment({"TORCHTRT_BSAE_VERSION": "2.14.0"})
+        choice_from_environment({"TORCHTRT_BSAE_VERSION": DEFAULT_RELEASE})

@@ -24,7 +24,7 @@ from helpers import (
     source_build,
     write_lock,
 )
-from patched_wheel.config import DISTRIBUTIONS, REPOSITORY
+from patched_wheel.config import DEFAULT_RELEASE, DISTRIBUTIONS, REPOSITORY
 from patched_wheel.patch import patch_wheel
 from patched_wheel.splice import overlay_from_bytes
 from patched_wheel.wheel import BaseWheel
@@ -87,13 +87,15 @@ def test_each_distribution_has_its_own_page_and_each_installer_gets_its_own(
 
 @pytest.mark.network
 def test_the_official_rtx_wheel_patches_as_its_own_project(tmp_path: Path) -> None:
-    base, official = fetch("2.14.0", distribution="torch-tensorrt-rtx"), fetch("2.14.0")
+    base, official = fetch(DEFAULT_RELEASE, distribution="torch-tensorrt-rtx"), fetch(
+        DEFAULT_RELEASE
+    )
     with zipfile.ZipFile(base) as rtx, zipfile.ZipFile(official) as plain:
         assert rtx.read("torch_tensorrt/dynamo/utils.py") == plain.read(
             "torch_tensorrt/dynamo/utils.py"
         )
     done = run_tool(REPOSITORY, "build", "--distribution", "torch-tensorrt-rtx", "--release",
-                    "2.14.0", "--platform", "manylinux_2_28_x86_64", "--python", "3.11", "--out",
+                    DEFAULT_RELEASE, "--platform", "manylinux_2_28_x86_64", "--python", "3.11", "--out",
                     str(tmp_path))  # fmt: skip
     assert done.returncode == 0, done.stderr
     patched = Path(done.stdout.strip())

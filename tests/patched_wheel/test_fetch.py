@@ -14,7 +14,7 @@ import pytest
 from helpers import RELEASED, RTX, UTILS, Released, build, run_tool, source_build, verify
 from installed_helpers import official_wheel
 from patched_wheel import PatchError
-from patched_wheel.config import REPOSITORY, TARGET
+from patched_wheel.config import DEFAULT_RELEASE, REPOSITORY, TARGET
 from patched_wheel.settings import BaseRequest
 from wheel_helpers import fetch
 
@@ -89,7 +89,7 @@ def test_a_run_that_cannot_download_says_to_fetch_the_wheels(
 ) -> None:
     for name, value in environ.items():
         monkeypatch.setenv(name, value)
-    request = BaseRequest("2.14.0", "manylinux_2_28_x86_64", "3.11")
+    request = BaseRequest(DEFAULT_RELEASE, "manylinux_2_28_x86_64", "3.11")
     with pytest.raises(pytest.fail.Exception, match="is not in .* and this run cannot download: run 'python3 tests/fetch_wheels.py' once with network"):  # fmt: skip
         official_wheel(request, tmp_path)
 

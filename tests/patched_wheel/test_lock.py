@@ -13,7 +13,13 @@ from typing import Dict
 import pytest
 from helpers import RTX, make_wheel, run_tool, write_lock
 from patched_wheel import PatchError
-from patched_wheel.config import LOCK_FILE, REPOSITORY, RTX_RELEASES
+from patched_wheel.config import (
+    DEFAULT_RELEASE,
+    LOCK_FILE,
+    REPOSITORY,
+    RTX_RELEASES,
+    SUPPORTED_RELEASES,
+)
 from patched_wheel.lock import Lock, load_lock, open_base
 from patched_wheel.settings import BaseChoice, BaseRequest
 from patched_wheel.wheel import Entry, write_zip
@@ -31,7 +37,7 @@ def test_the_lock_holds_every_rtx_wheel_and_2_8_and_2_9() -> None:
         BaseRequest("2.10.0", distribution="torch-tensorrt-rtx")
     )
     assert "not built for 'manylinux_2_28_aarch64'" in lock.unknown_request(
-        BaseRequest("2.14.0", "manylinux_2_28_aarch64", "3.11", "torch-tensorrt-rtx")
+        BaseRequest(DEFAULT_RELEASE, "manylinux_2_28_aarch64", "3.11", "torch-tensorrt-rtx")
     )
 
 
@@ -105,43 +111,47 @@ def test_the_lock_refuses_another_sha256_for_a_known_file_name(
     assert path.read_bytes() == before
 
 
+# A release newer than any the lock knows.
+NEWER = f"2.{int(DEFAULT_RELEASE.split('.')[1]) + 1}.0"
+
+
 def test_a_release_newer_than_the_lock_says_who_adds_it() -> None:
-    message = load_lock().unknown_request(BaseRequest("2.15.0"))
+    message = load_lock().unknown_request(BaseRequest(NEWER))
     assert (
-        "2.14.0 is the newest the lock knows; if upstream has released 2.15.0, a maintainer"
-        in message
+        f"{DEFAULT_RELEASE} is the newest the lock knows; if upstream has released {NEWER}, a "
+        "maintainer" in message
     )
-    assert "'python tools/patched_wheel lock --release 2.15.0 --distribution" in message
+    assert f"'python tools/patched_wheel lock --release {NEWER} --distribution" in message
 
 
 def test_lock_of_a_release_the_index_lacks_fails_and_keeps_the_lock(tmp_path: Path) -> None:
     index = tmp_path / "index"  # pip's find-links folder: an index of two releases' wheels
-    make_wheel(index, version="2.13.0")
-    make_wheel(index, version="2.14.0")
+    make_wheel(index, version=SUPPORTED_RELEASES[-2])
+    make_wheel(index, version=DEFAULT_RELEASE)
     lock = tmp_path / "lock.json"  # the lock without the wheels the index has (a new release)
     wheels = json.loads(LOCK_FILE.read_text())["wheels"]
     kept = {
         name: sha256
         for name, sha256 in wheels.items()
-        if not name.startswith("torch_tensorrt-2.14.0-")
+        if not name.startswith(f"torch_tensorrt-{DEFAULT_RELEASE}-")
     }
     lock.write_text(json.dumps({"wheels": kept}))
     before = lock.read_bytes()
     offline = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(index)}
     asked = ["--platform", "manylinux_2_28_x86_64", "--python", "3.11", "--lock", str(lock)]
     asked += ["--distribution", "torch-tensorrt"]
-    done = run_tool(REPOSITORY, "lock", "--release", "2.15.0", *asked, **offline)
+    done = run_tool(REPOSITORY, "lock", "--release", NEWER, *asked, **offline)
     assert done.returncode == 1 and lock.read_bytes() == before, done.stderr
     assert (
-        "the index has no wheels of torch-tensorrt 2.15.0 (its newest release is 2.14.0)"
-        in done.stderr
+        f"the index has no wheels of torch-tensorrt {NEWER} (its newest release is "
+        f"{DEFAULT_RELEASE})" in done.stderr
     )
     done = run_tool(
-        REPOSITORY, "lock", "--release", "2.14.0", *asked, "--python", "3.12", **offline
+        REPOSITORY, "lock", "--release", DEFAULT_RELEASE, *asked, "--python", "3.12", **offline
     )
     assert done.returncode == 0 and "1 of 2 wheels not on the index" in done.stderr, done.stderr
     assert (
-        "torch_tensorrt-2.14.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+        f"torch_tensorrt-{DEFAULT_RELEASE}-cp311-cp311-manylinux_2_28_x86_64.whl"
         in json.loads(lock.read_text())["wheels"]
     )
 

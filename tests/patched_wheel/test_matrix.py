@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from helpers import Released, run_tool
+from patched_wheel.config import DEFAULT_RELEASE
 
 
 def test_the_matrix_builds_the_locked_bases_and_indexes_releases(released: Released) -> None:
@@ -43,7 +44,7 @@ def test_a_release_the_lock_lacks_is_told_before_any_network(tmp_path: Path) -> 
     lock = load_lock()
     assert "older than 2.8.0" in lock.unknown_request(BaseRequest("2.7.0"))
     assert "not built for 'macosx_11_0_arm64'" in lock.unknown_request(
-        BaseRequest("2.14.0", "macosx_11_0_arm64", "3.12")
+        BaseRequest(DEFAULT_RELEASE, "macosx_11_0_arm64", "3.12")
     )
     assert "set TORCHTRT_BASE_PYTHON" in lock.unknown_request(
         BaseRequest("2.10.0", "manylinux_2_28_x86_64", "3.9")

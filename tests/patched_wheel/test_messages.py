@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers import make_wheel, run_tool
-from patched_wheel.config import REPOSITORY
+from patched_wheel.config import DEFAULT_RELEASE, REPOSITORY
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="the venv's Python is bin/python on POSIX")
@@ -109,7 +109,7 @@ def test_only_update_docs_says_it_wrote_the_docs_matrix(tmp_path: Path) -> None:
 def test_an_output_folder_that_is_a_file_is_one_line(tmp_path: Path, command: str) -> None:
     (tmp_path / "out").write_text("a file")
     base = make_wheel(tmp_path / "cache")
-    options = ["--base-wheel", str(base)] if command == "build" else ["--release", "2.14.0"]
+    options = ["--base-wheel", str(base)] if command == "build" else ["--release", DEFAULT_RELEASE]
     done = run_tool(REPOSITORY, command, *options, "--out", str(tmp_path / "out"))
     assert done.returncode == 1 and "is a file, not a folder" in done.stderr
     assert "Traceback" not in done.stderr and (tmp_path / "out").read_text() == "a file"

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Set, Tuple
 
 import pytest
+from patched_wheel.config import DEFAULT_RELEASE
 
 REPO = Path(__file__).resolve().parents[2]
 TEXT_SUFFIXES = {".py", ".rst", ".md", ".txt", ".toml", ".cfg", ".ini", ".yaml", ".yml"}
@@ -76,7 +77,9 @@ def test_no_line_of_upstream_is_in_the_repository(upstream: Set[str]) -> None:
 
 def test_the_check_finds_a_copied_line(upstream: Set[str]) -> None:
     """The lookup works: a line of upstream's deallocate_module, re-indented, is found."""
-    with zipfile.ZipFile(sorted(REPO.glob(".cache/base-wheels/*2.14.0*.whl"))[0]) as archive:
+    with zipfile.ZipFile(
+        sorted(REPO.glob(f".cache/base-wheels/*{DEFAULT_RELEASE}*.whl"))[0]
+    ) as archive:
         source = archive.read("torch_tensorrt/dynamo/utils.py").decode()
     start = source.index("def deallocate_module")
     docstring_line = source[start:].splitlines()[2]

@@ -15,7 +15,7 @@ import pytest
 from helpers import OVERLAY
 from patched_wheel import PatchError
 from patched_wheel.config import DEFAULT_OVERLAY as OVERLAY
-from patched_wheel.config import SUPPORTED_RELEASES, TARGET
+from patched_wheel.config import DEFAULT_RELEASE, SUPPORTED_RELEASES, TARGET
 from patched_wheel.splice import (
     OverlayParts,
     check_call_sites,
@@ -348,7 +348,7 @@ def test_the_splice_reads_the_base_once_however_many_assignments_it_holds(
     ways a source is split into lines: the count must not grow with the assignments."""
     import patched_wheel.splice as splice
 
-    with zipfile.ZipFile(base_wheels["2.14.0"]) as archive:
+    with zipfile.ZipFile(base_wheels[DEFAULT_RELEASE]) as archive:
         official = archive.read(TARGET).decode()
     splits: List[int] = []
     real_segment, real_lines = ast.get_source_segment, splice.source_lines

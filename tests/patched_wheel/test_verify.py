@@ -29,7 +29,7 @@ from helpers import (
     verify,
     write_lock,
 )
-from patched_wheel.config import OVERLAY_PATH, REPOSITORY, TARGET
+from patched_wheel.config import DEFAULT_RELEASE, OVERLAY_PATH, REPOSITORY, TARGET
 from patched_wheel.provenance import tool_sha256
 from patched_wheel.verify import differences
 
@@ -198,7 +198,7 @@ def test_an_edited_sdist_builds_a_development_wheel(released: Released, tmp_path
 
     env = {
         "PYTHONPATH": str(repo / "tools"),
-        "TORCHTRT_BASE_VERSION": "2.14.0",
+        "TORCHTRT_BASE_VERSION": DEFAULT_RELEASE,
         "PATH": "/usr/bin:/bin",
     }
     name = subprocess.run([sys.executable, "-c", script], cwd=repo, env=env, check=True,
@@ -245,7 +245,7 @@ def test_a_release_of_the_old_writer_verifies_by_its_own_tool(
         tree,
         "build",
         "--base-wheel",
-        str(base_wheels["2.14.0"]),
+        str(base_wheels[DEFAULT_RELEASE]),
         "--lock",
         str(lock),
         "--out",
@@ -254,7 +254,7 @@ def test_a_release_of_the_old_writer_verifies_by_its_own_tool(
     )
     wheel = Path(done.stdout.strip())
     status, report = verify(REPOSITORY, wheel, REPOSITORY / "tools/patched_wheel/official_wheels.lock.json",
-                            base_wheels["2.14.0"].parent)  # fmt: skip
+                            base_wheels[DEFAULT_RELEASE].parent)  # fmt: skip
     assert status == 0 and "own tool, from git history" in report, report
 
 
@@ -316,7 +316,7 @@ def test_another_pythons_or_platforms_wheel_verifies_with_an_empty_cache(
     from wheel_helpers import fetch
 
     repo, _, _, _ = released
-    base = fetch("2.14.0", python, platform)
+    base = fetch(DEFAULT_RELEASE, python, platform)
     lock = REPOSITORY / "tools/patched_wheel/official_wheels.lock.json"
     wheel = build(repo, base, lock)
     status, report = verify(repo, wheel, lock, tmp_path / "empty")

@@ -19,12 +19,13 @@ from typing import Dict, List
 
 import pytest
 from filelock import FileLock
+from patched_wheel.config import DEFAULT_RELEASE
 
 REPOSITORY = Path(__file__).resolve().parent.parent.parent
 WORKFLOW = REPOSITORY / ".github" / "workflows" / "pages.yml"
 BASE_WHEELS = REPOSITORY / ".cache" / "base-wheels"
 
-RELEASE = "2.14.0"  # the newest supported release: its patched wheel is the one installed here
+RELEASE = DEFAULT_RELEASE  # its patched wheel is the one installed here
 PLATFORM = "manylinux_2_28_aarch64" if platform.machine() == "aarch64" else "manylinux_2_28_x86_64"
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 SITE_STEP = "python tools/patched_wheel site --out _site"
