@@ -10,6 +10,7 @@ network. ``pypi``: the test asks the live PyPI what it offers now; an offline ru
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Callable, Iterator, List
 
@@ -56,14 +57,18 @@ def build_requirements_offline() -> Iterator[None]:
 def build_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
     """The folder ``name``, built by ``build(folder)`` once for all of pytest-xdist's workers.
 
-    Every worker's temporary folders share one parent; the first worker to take the lock
-    builds there, and the others find ``name`` complete (marked by ``.done``) and reuse it.
-    A session fixture calls this, so each worker asks once.
+    Under pytest-xdist every worker's temporary folders share one parent, this run's; the
+    first worker to take the lock builds there (what a failed attempt left is removed first),
+    and the others find ``name`` complete (marked by ``.done``) and reuse it. Without xdist the
+    run's own temporary folder is used. A session fixture calls this, so each worker asks once.
     """
-    shared = factory.getbasetemp().parent
+    shared = factory.getbasetemp()
+    shared = shared.parent if os.environ.get("PYTEST_XDIST_WORKER") else shared
     folder = shared / name
     with FileLock(str(shared / f"{name}.lock")):
         if not (folder / ".done").is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
             build(folder)
             (folder / ".done").touch()
     return folder

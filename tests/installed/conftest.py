@@ -1,15 +1,14 @@
 """Fixtures of the installed-package, index and verify tests (helpers in ``installed_helpers``).
 
 Patched wheels are built once per session and shared; the releases under test are built,
-installed and probed in parallel (each probe is a subprocess of its own), once per run: under
-pytest-xdist the first worker to ask does it, under a file lock, and the others read its
-report (``-n auto`` would otherwise probe every release on every worker at once).
+installed and probed in parallel (each probe is a subprocess of its own), once per run for all
+of pytest-xdist's workers (``build_once``; ``-n auto`` would otherwise probe every release on
+every worker at once).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
@@ -24,6 +23,8 @@ from installed_helpers import (
     releases_to_test,
 )
 from patched_wheel.settings import BaseRequest
+
+from tests.conftest import build_once
 
 
 @dataclass(frozen=True)
@@ -46,33 +47,23 @@ def installed_releases(
 ) -> Dict[str, Optional[InstalledRelease]]:
     """Each release under test, for this Python and platform; ``None`` where PyPI has none."""
 
-    def install_and_probe(release: str) -> Optional[InstalledRelease]:
+    def install_and_probe(folder: Path, release: str) -> Optional[InstalledRelease]:
         patched = patched_wheels.of(BaseRequest(release))
         if patched is None:
             return None
-        target = shared / f"installed-{release}"
+        target = folder / f"installed-{release}"
         hidden = install(patched, target)
-        return InstalledRelease(target, hidden, probe(target, shared / f"probe-{release}.json"))
+        return InstalledRelease(target, hidden, probe(target, folder / f"probe-{release}.json"))
 
-    base = tmp_path_factory.getbasetemp()
-    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "installed"
-    shared.mkdir(exist_ok=True)
-    with open(shared / ".lock", "w") as lock:
-        try:
-            import fcntl
-
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        except ImportError:  # Windows: every worker probes for itself
-            pass
-        done = shared / "releases.json"
-        if done.exists():
-            found = json.loads(done.read_text())
-            return {r: f and InstalledRelease(Path(f[0]), f[1], f[2]) for r, f in found.items()}
+    def install_and_probe_all(folder: Path) -> None:
         releases = releases_to_test()
-        installed = dict(zip(releases, in_parallel(install_and_probe, releases)))
-        rows = {r: i and [str(i.target), i.hidden, i.report] for r, i in installed.items()}
-        done.write_text(json.dumps(rows))
-        return installed
+        found = in_parallel(lambda release: install_and_probe(folder, release), releases)
+        rows = {r: i and [str(i.target), i.hidden, i.report] for r, i in zip(releases, found)}
+        (folder / "releases.json").write_text(json.dumps(rows))
+
+    folder = build_once(tmp_path_factory, "installed", install_and_probe_all)
+    found = json.loads((folder / "releases.json").read_text())
+    return {r: f and InstalledRelease(Path(f[0]), f[1], f[2]) for r, f in found.items()}
 
 
 @pytest.fixture(scope="session")

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import os
 import platform
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, List
 
 import pytest
-from filelock import FileLock
 from patched_wheel.config import DEFAULT_RELEASE
+
+from tests.conftest import build_once
 
 REPOSITORY = Path(__file__).resolve().parent.parent.parent
 WORKFLOW = REPOSITORY / ".github" / "workflows" / "pages.yml"
@@ -74,14 +74,9 @@ def workflow_steps() -> List[str]:
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``_site`` of a fresh clone in which every ``run:`` step of the workflow has run, with the
     bases cached as the workflow's cache step restores them; built once for all the test
-    processes of a run (pytest-xdist's workers share the parent of their temporary folders)."""
-    shared = tmp_path_factory.getbasetemp().parent
-    with FileLock(str(shared / "pages.lock")):
-        clone = shared / "pages" / "clone"
-        if not (clone / "_site").is_dir():
-            shutil.rmtree(clone.parent, ignore_errors=True)
-            _run_the_workflow(clone)
-    return clone / "_site"
+    processes of a run (``build_once``)."""
+    folder = build_once(tmp_path_factory, "pages", lambda f: _run_the_workflow(f / "clone"))
+    return folder / "clone" / "_site"
 
 
 def _run_the_workflow(clone: Path) -> None:
