@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import subprocess
@@ -59,8 +60,17 @@ def help_of(command: str, capsys: pytest.CaptureFixture[str]) -> str:
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_each_command_says_what_it_does(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Its help's first paragraph is what it does (its runner's docstring, else its summary),
+    and the tool's own help lists it with its summary."""
+    from patched_wheel import __main__ as cli
+
+    summary, run = cli.COMMANDS[command]
     description = help_of(command, capsys).split("\n\n")[1]
-    assert not description.startswith(("usage", "positional", "options")), description
+    expected = inspect.cleandoc(run.__doc__ or summary).split("\n\n")[0]
+    assert description.split() == expected.split()
+    with pytest.raises(SystemExit, match="0"):
+        cli.main(["--help"])
+    assert f" {command} {summary} " in " ".join(capsys.readouterr().out.split())
 
 
 @pytest.mark.parametrize("command", ["build", "matrix", "verify", "index"])

@@ -6,12 +6,13 @@ from __future__ import annotations
 import ast
 import io
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Dict
+from typing import Dict, Optional
 
 import packaging
 import pytest
@@ -90,19 +91,20 @@ def test_the_bytes_do_not_depend_on_the_compressor(
     assert patched(base) == before
 
 
+def another_python(version: str) -> Optional[str]:
+    """An interpreter of Python ``version`` that runs: pyenv's (``$PYENV_ROOT``, else
+    ``~/.pyenv``), else ``python<version>`` on the PATH, as on CI."""
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    candidates = [str(p) for p in sorted(root.glob(f"{version}.*/bin/python{version}"))]
+    for candidate in [*candidates, shutil.which(f"python{version}")]:
+        if candidate and subprocess.run([candidate, "-c", ""], capture_output=True).returncode == 0:
+            return candidate
+    return None
+
+
 @pytest.mark.parametrize("version", ["3.10", "3.11", "3.12", "3.13", "3.14"])
 def test_the_bytes_are_the_same_on_every_python(tmp_path: Path, version: str) -> None:
-    found = (
-        [
-            Path(f"/root/.pyenv/versions/{v}/bin/python{version}")
-            for v in os.listdir("/root/.pyenv/versions")
-        ]
-        if Path("/root/.pyenv/versions").is_dir()
-        else []
-    )
-    python = next(
-        (p for p in found if p.exists() and p.parent.parent.name.startswith(version + ".")), None
-    )
+    python = another_python(version)
     if python is None:
         pytest.skip(f"no Python {version} on this machine")
     base = make_wheel(tmp_path / "base")
