@@ -297,7 +297,11 @@ LIMITS = ["ceiling_GBps", "bandwidth_GBps", "fault_in_GBps", "chunked_copy_fresh
 LIMITS += ["chunked_copy_prefaulted_GBps", "limit_4_GBps"]
 EVERY_MOVE = MEMORY + ["largest_tensor_bytes", "host_after_minus_W_MiB", "seconds"]
 BUILD = ["seconds", "ratio_to_plain_read", "target_ratio"]
+COMPILE = ["sum_peak_w", "host_peak_w", "gpu_peak_w", "sum_kept_w", "compile_s"]
+COMPILE += ["max_abs_error"]
 TABLES: Dict[str, Tuple[str, List[str], bool, Callable[[Dict[str, Any]], bool]]] = {
+    "compile": ("compile_record", COMPILE, False, _every),
+    "compile-settings": ("compile_settings", COMPILE, False, _every),
     "offload-memory": ("offload_headline", MEMORY, True, _moves),
     "offload-speed": ("offload_headline_timing", SPEED, False, _moves),
     "host-heap": ("host_heap", HEAP, True, _every),
@@ -323,10 +327,23 @@ TABLES: Dict[str, Tuple[str, List[str], bool, Callable[[Dict[str, Any]], bool]]]
 }
 
 
+# The named phase tables: (result file, the cases side by side).
+PHASE_TABLES = {
+    "compile-phases": (
+        "compile_record",
+        ["official-mlp-3gib-offload-on-r1", "fork-mlp-3gib-offload-on-r1"],
+    ),
+}
+TABLE_NAMES = [*TABLES, *PHASE_TABLES]
+
+
 def table(name: str, results: Path = RESULTS) -> Table:
     """The named table; :class:`ResultError` naming the known ones otherwise."""
+    if name in PHASE_TABLES:
+        stem, ids = PHASE_TABLES[name]
+        return phase_table(result_file(stem, results), ids)
     if name not in TABLES:
-        raise ResultError(f"no table {name!r}; known: {', '.join(TABLES)}")
+        raise ResultError(f"no table {name!r}; known: {', '.join(TABLE_NAMES)}")
     stem, measures, headline, where = TABLES[name]
     return case_table(result_file(stem, results), measures, headline=headline, where=where)
 
@@ -356,12 +373,13 @@ def bar_plot(document: Dict[str, Any], key: str, *, where: Callable[..., bool] =
     return figure
 
 
-def plot_timelines(document: Dict[str, Any]) -> Any:
-    """Host, GPU and host + GPU memory over time, one panel per case that has a timeline,
-    its phases shaded and named (``series.timeline`` and ``series.phases``)."""
+def plot_timelines(document: Dict[str, Any], where: Callable[..., bool] = _every) -> Any:
+    """Host, GPU and host + GPU memory over time, one panel per case that has a timeline
+    (and that ``where`` takes), its phases shaded and named (``series.timeline`` and
+    ``series.phases``)."""
     import matplotlib.pyplot as plt
 
-    cases = [c for c in document["cases"] if "timeline" in c.get("series", {})]
+    cases = [c for c in document["cases"] if "timeline" in c.get("series", {}) and where(c)]
     if not cases:
         raise ResultError(f"{document.get('_file')}: no case has series.timeline")
     figure, panels = plt.subplots(
@@ -394,7 +412,35 @@ def plot_timelines(document: Dict[str, Any]) -> Any:
     return figure
 
 
+def phase_table(document: Dict[str, Any], case_ids: Sequence[str]) -> Table:
+    """Each phase of the cases' compiles (``series.phases``): host and GPU at its start and the
+    host + GPU peak inside it, in W, a column pair per case, so every W of a peak is named."""
+    cases = [case(document, case_id) for case_id in case_ids]
+    header = ["phase"]
+    for entry in cases:
+        header += [f"{entry['label']}: at its start (host, GPU)", "host + GPU peak inside"]
+    rows = []
+    for index, phase in enumerate(cases[0]["series"]["phases"]):
+        row = [phase["name"]]
+        for entry in cases:
+            found = entry["series"]["phases"][index]
+            row += [f"{found['host_start_w']:.2f} W, {found['gpu_start_w']:.2f} W"]
+            row += [f"{found['sum_peak_w']:.2f} W"]
+        rows.append(row)
+    note = "In W, the model's size, above the values before the compile; a phase inside another"
+    note += " is listed after it (by start), and the offload runs twice (once with nothing to do)"
+    return Table(header, rows, [note + ".", source_note(document)])
+
+
+def _three_gib_offload(entry: Dict[str, Any]) -> bool:
+    parameters = entry["parameters"]
+    return parameters.get("model") == "mlp-3gib" and parameters.get("offload") == "on"
+
+
 PLOTS: Dict[str, Callable[[Path], Any]] = {
+    "compile-timeline": lambda r: plot_timelines(
+        result_file("compile_record", r), where=lambda c: _three_gib_offload(c) and c["headline"]
+    ),
     "offload-speed": lambda r: bar_plot(result_file("offload_headline_timing", r), "GBps"),
     "host-heap": lambda r: bar_plot(result_file("host_heap", r), "kept_after_trim", where=_every),
 }

@@ -29,10 +29,10 @@ NOT_RUN: Dict[str, str] = {
     "pip install dist/default/torch_tensorrt-*.whl": "installs torch and TensorRT: " + NETWORK,
     "pip install .": NETWORK,
     'pip install "git+<url of this repository>@<commit>"': "a placeholder: " + NETWORK,
-    'pip install --extra-index-url file://$PWD/DIR/simple "torch_tensorrt==2.14.0+memfix1.3"': (
+    'pip install --extra-index-url file://$PWD/DIR/simple "torch_tensorrt==2.14.0+memfix1.4"': (
         "needs a site built into DIR: " + NETWORK
     ),
-    'uv pip install --extra-index-url file://$PWD/DIR/simple "torch_tensorrt==2.14.0+memfix1.3"': (
+    'uv pip install --extra-index-url file://$PWD/DIR/simple "torch_tensorrt==2.14.0+memfix1.4"': (
         "needs a site built into DIR: " + NETWORK
     ),
     "rm -rf dist/installed && TORCHTRT_BASE_VERSION=installed pip wheel . --no-deps -w "
