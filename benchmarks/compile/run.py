@@ -144,12 +144,10 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
     done: List[Dict[str, Any]] = []
     for planned in cases_of(plan, list(wheels), args.repeats):
         parameters = planned["parameters"]
-        command = ["-m", "benchmarks.compile.case"]
-        command += ["--model", parameters["model"], "--offload", parameters["offload"]]
-        if parameters["model"] == "mlp-3gib":
-            command.append("--check-original")
-        if parameters["options"]:
-            command += ["--options", json.dumps(parameters["options"])]
+        spec = {key: parameters[key] for key in ("model", "options")}
+        spec.update(offload=parameters["offload"] == "on")
+        spec.update(check_original=parameters["model"] == "mlp-3gib")
+        command = ["-m", "benchmarks.compile.case", json.dumps(spec)]
         env = _case_environment(Path(wheels[parameters["wheel"]]), args.trt, parameters["trim"])
         print(f"case {len(done) + 1}: {planned['label']}", flush=True)
         try:
