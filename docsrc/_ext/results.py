@@ -197,6 +197,18 @@ def _every(case: Dict[str, Any]) -> bool:
     return True
 
 
+def _groups(
+    document: Dict[str, Any], measures: Sequence[str], headline: bool, where: Callable[..., bool]
+) -> Dict[str, List[Dict[str, Any]]]:
+    """The cases by label (a configuration and its repeats) that have one of the measures."""
+    groups: Dict[str, List[Dict[str, Any]]] = {}
+    for entry in document["cases"]:
+        if (entry["headline"] or not headline) and where(entry):
+            if any(entry["figures"].get(key) is not None for key in measures):
+                groups.setdefault(entry["label"], []).append(entry)
+    return groups
+
+
 @dataclass
 class Table:
     """Header, rows and the notes printed below: what the README and the docs both show."""
@@ -232,16 +244,11 @@ def case_table(
     ``headline``: only the cases marked so (the README's); ``where``: a further choice of cases;
     without ``notes``, the table alone (its measures' descriptions and source left out).
     """
-    groups: Dict[str, List[Dict[str, Any]]] = {}
-    for entry in document["cases"]:
-        if (entry["headline"] or not headline) and where(entry):
-            if any(entry["figures"].get(key) is not None for key in measures):
-                groups.setdefault(entry["label"], []).append(entry)
     described = document["measures"]
     header = [""] + [described[key]["label"] for key in measures]
     rows = [
         [label] + [_cell(cases, described[key], key) for key in measures]
-        for label, cases in groups.items()
+        for label, cases in _groups(document, measures, headline, where).items()
     ]
     if not notes:
         return Table(header, rows)
@@ -290,6 +297,8 @@ SPEED = ["GBps", "fraction_of_copy_ceiling", "fraction_of_host_limit"]
 MEMORY = ["overshoot_W", "overshoot_over_floor_MiB"]
 HEAP = ["first_kept_after_trim", "kept_after_trim", "first_trim_s", "trim_s", "burst_s"]
 HEAP += ["warm_burst_s"]
+EVERY_HEAP = HEAP + ["thread_arena_top_bytes"]
+STEADY = ["dynamic_s", "fixed_s", "ratio"]
 
 
 # Each named table: (result file, measures, headline cases only, which cases).
@@ -311,19 +320,9 @@ TABLES: Dict[str, Tuple[str, List[str], bool, Callable[[Dict[str, Any]], bool]]]
     "offload-limits": ("offload_headline_timing", LIMITS, False, _limits),
     "offload-3gib-memory": ("offload_3gib", MEMORY + ["overshoot_over_largest_MiB"], False, _moves),
     "offload-3gib-speed": ("offload_3gib_timing", SPEED[:2], False, _moves),
-    "host-heap-every-case": ("host_heap", HEAP + ["thread_arena_top_bytes"], False, _every),
-    "host-heap-trim-threshold": (
-        "host_heap_trim_threshold",
-        HEAP + ["thread_arena_top_bytes"],
-        False,
-        _every,
-    ),
-    "host-heap-steady-loop": (
-        "host_heap_steady_loop",
-        ["dynamic_s", "fixed_s", "ratio"],
-        False,
-        _every,
-    ),
+    "host-heap-every-case": ("host_heap", EVERY_HEAP, False, _every),
+    "host-heap-trim-threshold": ("host_heap_trim_threshold", EVERY_HEAP, False, _every),
+    "host-heap-steady-loop": ("host_heap_steady_loop", STEADY, False, _every),
 }
 
 
@@ -355,14 +354,9 @@ def bar_plot(document: Dict[str, Any], key: str, *, where: Callable[..., bool] =
     """A horizontal bar per configuration: one measure, the median of its repeats."""
     import matplotlib.pyplot as plt
 
-    rows = case_table(document, [key], where=where, notes=False).rows
-    groups: Dict[str, List[float]] = {}
-    for entry in document["cases"]:
-        value = entry["figures"].get(key)
-        if where(entry) and value is not None:
-            groups.setdefault(entry["label"], []).append(value)
-    labels = [row[0].replace("`", "") for row in rows]
-    values = [statistics.median(groups[row[0]]) for row in rows]
+    groups = _groups(document, [key], False, where)
+    labels = [label.replace("`", "") for label in groups]
+    values = [statistics.median(c["figures"][key] for c in cases) for cases in groups.values()]
     measure = document["measures"][key]
     scale, unit = (GiB, "GiB") if measure["unit"] == "bytes" else (1, measure["unit"])
     figure, axes = plt.subplots(figsize=(7.5, 0.32 * len(labels) + 1.2))
@@ -395,16 +389,8 @@ def plot_timelines(document: Dict[str, Any], where: Callable[..., bool] = _every
         for index, phase in enumerate(entry["series"].get("phases", [])):
             shade = "#eeeeee" if index % 2 else "#dde6f0"
             axes.axvspan(phase["start_s"], phase["end_s"], color=shade, zorder=0)
-            place = axes.get_xaxis_transform()
-            axes.text(
-                phase["start_s"],
-                0.98,
-                phase["name"],
-                transform=place,
-                fontsize=6,
-                rotation=90,
-                va="top",
-            )
+            style = dict(transform=axes.get_xaxis_transform(), fontsize=6, rotation=90)
+            axes.text(phase["start_s"], 0.98, phase["name"], va="top", **style)
         axes.set_title(entry["label"].replace("`", ""), fontsize=8)
         axes.set_ylabel("GiB")
     panels[0, 0].legend(fontsize=7, loc="upper right")
