@@ -1,24 +1,11 @@
-"""The benchmarks' one harness: which machine and code a figure came from, saved atomically.
+"""The benchmarks' one harness: a result's provenance and shape, saved atomically.
 
-Every benchmark here (``python -m benchmarks run NAME``) writes its result file through
-:func:`save_result`, which adds a ``provenance`` object of one shape:
-
-``overlay_sha256``, ``revision``, ``dirty`` (the code: git where the tree is a checkout, else
-the ``.source-revision.json`` written before the tree was copied to another machine),
-``argv`` (``sys.argv`` as the program received it), ``command`` (the interpreter's own command
-line, ``python -m benchmarks run offload --plan headline``), ``date`` (UTC,
-``YYYY-MM-DDTHH:MM:SSZ``) and ``host`` (:func:`host_record`).
-
-The tables compare ``overlay_sha256`` with the current overlay's to mark figures measured on
-another overlay. Result files are never edited after their run: a wrong field is fixed by
-running again.
-
-:func:`run_in_fresh_process` runs one case of a benchmark in a process of its own and reads
-back the one JSON line it prints, so that no case inherits another's allocator state.
-
-This module imports the standard library only (torch only where a record asks for it). The
-shape of a result file is documented, and checked, by ``docsrc/_ext/results.py``, which the
-benchmarks never import: measuring does not depend on presenting.
+Every benchmark (``python -m benchmarks run NAME``) makes its document with :func:`result`
+and :func:`provenance` and writes it with :func:`save_result`; the shape is documented, and
+checked, by ``docsrc/_ext/results.py``, which the benchmarks never import. A result file is
+never edited after its run. :func:`run_in_fresh_process` runs one case in a process of its
+own, so that no case inherits another's allocator state. Standard library only (torch only
+where a record asks for it).
 """
 
 from __future__ import annotations
@@ -196,12 +183,8 @@ def host_record() -> Dict[str, Any]:
 
 
 def provenance(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
-    """Which code, command, date and host made a result file (module docstring).
-
-    ``command`` is the interpreter's own command line (``sys.orig_argv``), so a run through
-    the dispatcher reads ``python -m benchmarks run NAME ...``, with ``python`` for whichever
-    interpreter ran it.
-    """
+    """Which code, command, date and host made a result file. ``command`` is the interpreter's
+    own command line (``sys.orig_argv``): ``python -m benchmarks run NAME ...``."""
     arguments = list(sys.argv if argv is None else argv)
     invoked = list(getattr(sys, "orig_argv", [])[1:]) if argv is None else arguments
     now = datetime.datetime.now(datetime.timezone.utc)
@@ -265,12 +248,8 @@ def result(
 
 
 def save_result(path: Path, document: Mapping[str, Any]) -> None:
-    """Write one result file atomically (:func:`result` makes it).
-
-    The provenance is made once per run (:func:`provenance`), before the first case, so that a
-    run saved after every case keeps one date and one host record. The file is written under
-    a temporary name beside it, then renamed, so a reader never sees half of it.
-    """
+    """Write one result file (:func:`result` makes it) under a temporary name beside it, then
+    rename it, so a reader never sees half of it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.tmp")

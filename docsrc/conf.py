@@ -114,7 +114,6 @@ extensions = [
     "sphinx.ext.viewcode",
     "matplotlib.sphinxext.plot_directive",
     "cli_reference",
-    "memory_sizing",
     "sphinx_results",
 ]
 

@@ -13,7 +13,6 @@ The wheel (official or patched) is whichever ``torch_tensorrt`` the driver put f
 
 from __future__ import annotations
 
-import argparse
 import functools
 import gc
 import importlib
@@ -31,6 +30,7 @@ from benchmarks.compile import sampler
 from benchmarks.compile.timeline import Mark, analyse
 
 GiB = 1 << 30
+INTERVAL_S = 0.002  # between two memory samples
 
 # model name: (width, layers) of an fp16 MLP of Linear(width, width) + ReLU, or "llama-8b".
 MLPS: Dict[str, Tuple[int, int]] = {
@@ -40,33 +40,28 @@ MLPS: Dict[str, Tuple[int, int]] = {
 }
 MODELS = (*MLPS, "llama-8b")
 
-# Phase name: the upstream callables whose calls it marks, as (module, attribute path). A
-# name that a release lacks is left out (the result lists the phases it found).
-PHASES: Dict[str, Tuple[Tuple[str, str], ...]] = {
-    "export": (("torch_tensorrt.dynamo._tracer", "trace"),),
-    "decompositions": (("torch.export", "ExportedProgram.run_decompositions"),),
-    "lowering": (("torch_tensorrt.dynamo.lowering", "post_lowering"),),
-    "offload": (("torch_tensorrt.dynamo.utils", "deallocate_module"),),
-    "partition and convert": (("torch_tensorrt.dynamo._compiler", "compile_module"),),
-    "interpret": (("torch_tensorrt.dynamo.conversion._conversion", "interpret_module_to_result"),),
-    "network": (
-        (
-            "torch_tensorrt.dynamo.conversion._TRTInterpreter",
-            "TRTInterpreter._construct_trt_network_def",
-        ),
-    ),
-    "engine build": (
-        ("tensorrt", "Builder.build_serialized_network"),
-        ("tensorrt", "Builder.build_engine_with_config"),
-    ),
-    "deserialize": (("tensorrt", "Runtime.deserialize_cuda_engine"),),
-    "serialize": (("tensorrt", "ICudaEngine.serialize"),),
-    "trim": (("torch_tensorrt.dynamo.utils", "release_host_and_device_memory"),),
-    "module creation": (
-        ("torch_tensorrt.dynamo.runtime", "TorchTensorRTModule.__init__"),
-        ("torch_tensorrt.dynamo.runtime", "PythonTorchTensorRTModule.__init__"),
-    ),
-}
+# Each phase and the upstream callables whose calls mark it: ``phase | module | attribute``. A
+# callable that a release lacks is left out (the result lists the phases found).
+PHASES = [tuple(part.strip() for part in line.split("|")) for line in """
+export | torch_tensorrt.dynamo._tracer | trace
+decompositions | torch.export | ExportedProgram.run_decompositions
+lowering | torch_tensorrt.dynamo.lowering | post_lowering
+offload | torch_tensorrt.dynamo.utils | deallocate_module
+partition and convert | torch_tensorrt.dynamo._compiler | compile_module
+interpret | torch_tensorrt.dynamo.conversion._conversion | interpret_module_to_result
+network | torch_tensorrt.dynamo.conversion._TRTInterpreter | TRTInterpreter._construct_trt_network_def
+engine build | tensorrt | Builder.build_serialized_network
+engine build | tensorrt | Builder.build_engine_with_config
+deserialize | tensorrt | Runtime.deserialize_cuda_engine
+serialize | tensorrt | ICudaEngine.serialize
+trim | torch_tensorrt.dynamo.utils | release_host_and_device_memory
+module creation | torch_tensorrt.dynamo.runtime | TorchTensorRTModule.__init__
+module creation | torch_tensorrt.dynamo.runtime | PythonTorchTensorRTModule.__init__
+""".strip().splitlines()]
+# Llama-3.1-8B's shapes (transformers' LlamaConfig), random weights.
+LLAMA_8B = dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32)
+LLAMA_8B.update(num_attention_heads=32, num_key_value_heads=8, vocab_size=128256)
+LLAMA_8B.update(rope_theta=500000.0, tie_word_embeddings=False, use_cache=False)
 
 
 def build_model(name: str) -> Tuple[Any, Tuple[Any, ...]]:
@@ -94,18 +89,7 @@ def build_model(name: str) -> Tuple[Any, Tuple[Any, ...]]:
             )
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    config = LlamaConfig(
-        hidden_size=4096,
-        intermediate_size=14336,
-        num_hidden_layers=32,
-        num_attention_heads=32,
-        num_key_value_heads=8,
-        vocab_size=128256,
-        max_position_embeddings=8192,
-        rope_theta=500000.0,
-        tie_word_embeddings=False,
-        use_cache=False,
-    )
+    config = LlamaConfig(**LLAMA_8B)
     with torch.device("cuda"):
         llm = LlamaForCausalLM(config).to(torch.bfloat16).eval()
 
@@ -156,21 +140,20 @@ def install_marks(marks: List[Mark]) -> List[str]:
     found.
     """
     found = []
-    for phase, targets in PHASES.items():
-        for module_name, path in targets:
-            resolved = _resolve(module_name, path)
-            if resolved is None:
-                continue
-            owner, attribute, original = resolved
-            wrapper = _marking(original, phase, marks)
-            setattr(owner, attribute, wrapper)
-            for module in list(sys.modules.values()):
-                if getattr(module, "__name__", "").startswith("torch_tensorrt"):
-                    for name, value in list(vars(module).items()):
-                        if value is original:
-                            setattr(module, name, wrapper)
-            found.append(phase)
-    return sorted(set(found), key=list(PHASES).index)
+    for phase, module_name, path in PHASES:
+        resolved = _resolve(module_name, path)
+        if resolved is None:
+            continue
+        owner, attribute, original = resolved
+        wrapper = _marking(original, phase, marks)
+        setattr(owner, attribute, wrapper)
+        for module in list(sys.modules.values()):
+            if getattr(module, "__name__", "").startswith("torch_tensorrt"):
+                for name, value in list(vars(module).items()):
+                    if value is original:
+                        setattr(module, name, wrapper)
+        found.append(phase)
+    return list(dict.fromkeys(found))
 
 
 def _compare(output: Any, reference: Any) -> Dict[str, float]:
@@ -182,38 +165,27 @@ def _compare(output: Any, reference: Any) -> Dict[str, float]:
 
 
 def run_case(
-    model_name: str,
-    offload: bool,
-    check_original: bool,
-    interval: float,
-    options: Optional[Dict[str, Any]] = None,
+    model: str, offload: bool, check_original: bool = False, options: Dict[str, Any] = {}
 ) -> Dict[str, Any]:
-    """Compile ``model_name`` once and return the case's figures (module docstring)."""
+    """Compile ``model`` once and return the case's figures (module docstring)."""
     import torch
     import torch_tensorrt
 
-    model, inputs = build_model(model_name)
+    module, inputs = build_model(model)
     weights_bytes = sum(
-        t.numel() * t.element_size() for t in [*model.parameters(), *model.buffers()]
+        t.numel() * t.element_size() for t in [*module.parameters(), *module.buffers()]
     )
     with torch.no_grad():
-        reference = model(*inputs)
+        reference = module(*inputs)
         reference = (reference[0] if isinstance(reference, tuple) else reference).float().cpu()
     gc.collect()
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
     gpu_used = sampler.gpu_used_reader()
     samples_file = Path(tempfile.mkdtemp()) / "samples.txt"
+    sampling = [str(os.getpid()), str(INTERVAL_S), str(samples_file)]
     watcher = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.compile.sampler",
-            str(os.getpid()),
-            str(interval),
-            str(samples_file),
-        ],
-        cwd=harness.REPOSITORY,
+        [sys.executable, "-m", "benchmarks.compile.sampler", *sampling], cwd=harness.REPOSITORY
     )
     marks: List[Mark] = []
     phases = install_marks(marks)
@@ -221,12 +193,12 @@ def run_case(
     before = (sampler.resident_bytes(os.getpid()) or 0, gpu_used())
     start = time.monotonic()
     compiled = torch_tensorrt.compile(
-        model,
+        module,
         ir="dynamo",
         inputs=list(inputs),
         min_block_size=1,
         offload_module_to_cpu=offload,
-        **(options or {}),
+        **options,
     )
     end = time.monotonic()
     gc.collect()
@@ -255,8 +227,8 @@ def run_case(
     with torch.no_grad():
         figures.update(_compare(compiled(*inputs), reference))
         if check_original:
-            device = next(model.parameters()).device
-            original = _compare(model(*(t.to(device) for t in inputs)), reference)
+            device = next(module.parameters()).device
+            original = _compare(module(*(t.to(device) for t in inputs)), reference)
             figures["original_max_abs_error"] = original["max_abs_error"]
     trt = importlib.import_module("tensorrt")
     return {
@@ -270,29 +242,15 @@ def run_case(
             "tensorrt": getattr(trt, "__version__", None),
             "tensorrt_package": getattr(trt, "_package_name", "tensorrt"),
         },
-        "model_device_after": str(next(model.parameters()).device),
+        "model_device_after": str(next(module.parameters()).device),
     }
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.compile.case", description=__doc__.splitlines()[0]
-    )
-    parser.add_argument("--model", choices=MODELS, required=True)
-    parser.add_argument("--offload", choices=("on", "off"), required=True)
-    parser.add_argument(
-        "--check-original", action="store_true", help="run the original model after the compile"
-    )
-    parser.add_argument(
-        "--interval", type=float, default=0.002, help="seconds between memory samples"
-    )
-    parser.add_argument(
-        "--options", type=json.loads, default={}, help="more torch_tensorrt.compile options (JSON)"
-    )
-    args = parser.parse_args(argv)
-    harness.print_case_result(
-        run_case(args.model, args.offload == "on", args.check_original, args.interval, args.options)
-    )
+    """``python -m benchmarks.compile.case SPEC``: SPEC is the JSON of :func:`run_case`'s
+    keyword arguments (the driver writes it)."""
+    spec = json.loads((sys.argv[1:] if argv is None else argv)[0])
+    harness.print_case_result(run_case(**spec))
     return 0
 
 

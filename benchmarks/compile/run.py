@@ -1,39 +1,18 @@
 """Compile benchmark: host and GPU memory of a real ``torch_tensorrt.compile``, official wheel
 against the fork's, on TensorRT-RTX (the fork's benchmark of record).
 
-Each case is one compile in a fresh process (``case.py``): a model built on the GPU, compiled
-with ``torch_tensorrt.compile(model, ir="dynamo", min_block_size=1, offload_module_to_cpu=...)``,
-while a sampler process (``sampler.py``) reads the process's resident set and the GPU's used
-memory every 2 ms. Per case: the peaks of host, GPU and host + GPU at the same instant above
-the values before the compile (bytes, and W, the model's size), what the process keeps after
-it, the compile's seconds, the compiled module's and the original model's error against
-PyTorch's output, and the phase timeline (``PHASES`` in ``case.py``: every upstream function
-whose call is marked, with host and GPU at its start and its peaks inside).
+Each case is one compile in a fresh process (``case.py``) while a sampler process
+(``sampler.py``) reads its resident set and the GPU's used memory every 2 ms: the peaks of
+host, GPU and host + GPU at one instant above the values before the compile (bytes, and W,
+the model's size), what the process keeps, the seconds, the compiled module's and the
+original model's error, and the phase timeline (``case.PHASES``).
 
-Wheels are named folders, each a ``pip install --target`` of one ``torch_tensorrt`` wheel:
-``--wheels official=DIR fork=DIR``; the TensorRT-RTX packages sit in ``--trt DIR``. Repeats
-alternate the wheels' order. The trim setting: ``default`` leaves
-``TORCHTRT_ENABLE_BUILDER_MALLOC_TRIM`` unset (the fork trims, the official wheel does not);
-``off`` sets it to 0, which only changes the fork, so the official wheel runs ``default`` only.
-
-Getting it onto the GPU machine (no network there; a call of the device tool carries 64 MiB):
-
-* here: ``pip download --no-deps --only-binary=:all: --python-version 3.12 --platform
-  manylinux_2_28_x86_64 torch-tensorrt-rtx==2.11.0 tensorrt-rtx-cu13-bindings==1.4.0.76
-  tensorrt-rtx-cu13-libs==1.4.0.76 dllist`` and ``pip download --no-deps --no-binary=:all:
-  tensorrt-rtx-cu13==1.4.0.76`` (then ``pip wheel --no-deps`` it); build the fork's wheel with
-  ``python tools/patched_wheel build --distribution torch-tensorrt-rtx --base-wheel
-  <the official wheel>``; the libs wheel (86 MB) travels as its ``libtensorrt_rtx.so.1``
-  alone, compressed with ``xz -9`` (55 MiB), with the libs package's ``__init__.py``;
-* there: ``pip install --no-index --no-deps --target`` each ``torch_tensorrt`` wheel into its
-  folder and the TensorRT-RTX wheels into ``--trt``'s, unpack the library beside them, and::
-
-    python -m benchmarks run compile --plan record --trt /tmp/trt \\
-        --wheels official=/tmp/official fork=/tmp/fork --out benchmarks/results/compile.json
-
-``--plan record`` takes about 9 minutes on an H200 host (a 3 GiB compile takes 20-30 s, a
-12 GiB one 80-100 s). TensorRT-RTX 1.4.0.76 is the newest that ``torch-tensorrt-rtx`` 2.11.0
-runs with (1.7 fails while building the network).
+Wheels are named folders, each a ``pip install --target`` of one ``torch_tensorrt`` wheel
+(``--wheels official=DIR fork=DIR``), TensorRT-RTX sits in ``--trt DIR``. Repeats alternate the
+wheels' order. ``trim=off`` sets ``TORCHTRT_ENABLE_BUILDER_MALLOC_TRIM=0``, which changes only
+the fork, so the official wheel skips it. Which wheels to fetch, how they reach the GPU
+machine (no network there) and the command: the docs' benchmarks page, section "A real
+compile". ``--plan record`` took 9 minutes on an H200 host.
 """
 
 from __future__ import annotations
@@ -165,12 +144,10 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
     done: List[Dict[str, Any]] = []
     for planned in cases_of(plan, list(wheels), args.repeats):
         parameters = planned["parameters"]
-        command = ["-m", "benchmarks.compile.case"]
-        command += ["--model", parameters["model"], "--offload", parameters["offload"]]
-        if parameters["model"] == "mlp-3gib":
-            command.append("--check-original")
-        if parameters["options"]:
-            command += ["--options", json.dumps(parameters["options"])]
+        spec = {key: parameters[key] for key in ("model", "options")}
+        spec.update(offload=parameters["offload"] == "on")
+        spec.update(check_original=parameters["model"] == "mlp-3gib")
+        command = ["-m", "benchmarks.compile.case", json.dumps(spec)]
         env = _case_environment(Path(wheels[parameters["wheel"]]), args.trt, parameters["trim"])
         print(f"case {len(done) + 1}: {planned['label']}", flush=True)
         try:
@@ -209,7 +186,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
         nargs="+",
         required=True,
         metavar="NAME=DIR",
-        help="torch_tensorrt installs to compare, e.g. official=/tmp/official fork=/tmp/fork",
+        help="torch_tensorrt installs to compare, e.g. official=official fork=fork",
     )
     parser.add_argument("--trt", type=Path, help="the folder TensorRT-RTX is installed in")
     parser.add_argument("--models", nargs="*", choices=MODELS, help="only these of the plan")

@@ -1,18 +1,13 @@
 """Host-heap benchmark: how much of a builder-like burst of freed memory stays resident.
 
-A TensorRT engine build allocates gigabytes of host memory from several threads, in blocks of
-a few MiB, and frees them at the end. glibc raises its dynamic mmap threshold to 32 MiB after
-the first large free, so those blocks come from the threads' heap arenas, and small blocks that
-outlive the build pin each heap's top: after the build the freed memory stays resident. The
-fork's ``trim_host_heap()`` calls ``malloc_trim(0)`` to hand it back. This script measures that
-against upstream's default (no trim) and against the usual allocator knobs, each case in a
-fresh process so that its environment applies from the start.
-
-Run it from the repository's root (``README.md`` next to this file says what it measures)::
+A TensorRT engine build allocates gigabytes in blocks of a few MiB from several threads and
+frees them at the end; with glibc's raised mmap threshold they come from the threads' heap
+arenas, and after the build they stay resident. This compares the fork's ``trim_host_heap()``
+with upstream's default (no trim) and the usual allocator settings (:data:`CASES`), each case
+in a fresh process. ``README.md`` next to this file says what one run does. From the
+repository's root::
 
     python -m benchmarks run host-heap
-
-It writes every figure to ``benchmarks/results/host_heap.json`` and prints a short table last.
 """
 
 from __future__ import annotations
@@ -32,12 +27,13 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-logger = logging.getLogger("host_heap")
+from benchmarks import harness
 
-from benchmarks import harness, strategies
+logger = logging.getLogger("host_heap")
 
 DEFAULT_OUTPUT = harness.RESULTS / "host_heap.json"
 
@@ -84,9 +80,70 @@ class HostHeapBenchmarkError(Exception):
     """The one error this script reports to its user, with what to do about it."""
 
 
-Case = strategies.HostHeapCase
-CASES = strategies.HOST_HEAP_CASES
-CASES_BY_NAME = strategies.HOST_HEAP_BY_NAME
+@dataclass(frozen=True)
+class Case:
+    """One way of running the burst: an environment, and whether the fork trims.
+    ``headline`` cases are the README's rows."""
+
+    name: str
+    label: str
+    description: str
+    env: Dict[str, str] = field(default_factory=dict)
+    fork_trim: bool = False
+    jemalloc: bool = False
+    headline: bool = False
+
+
+FIXED = "(glibc's default value; setting it fixes the thresholds)"
+CASES: Tuple[Case, ...] = (
+    Case(
+        "upstream",
+        "upstream releases (no trim)",
+        "glibc defaults, no trim (upstream's default)",
+        headline=True,
+    ),
+    Case(
+        "fork",
+        "this fork (`trim_host_heap`)",
+        "glibc defaults, the fork's trim_host_heap() after each burst",
+        fork_trim=True,
+        headline=True,
+    ),
+    Case(
+        "trim_threshold",
+        "`MALLOC_TRIM_THRESHOLD_`",
+        f"MALLOC_TRIM_THRESHOLD_=131072 {FIXED}",
+        env={"MALLOC_TRIM_THRESHOLD_": "131072"},
+    ),
+    Case(
+        "mmap_threshold",
+        "closest peer: `MALLOC_MMAP_THRESHOLD_`",
+        f"MALLOC_MMAP_THRESHOLD_=131072 {FIXED}",
+        env={"MALLOC_MMAP_THRESHOLD_": "131072"},
+        headline=True,
+    ),
+    Case(
+        "tunables_mmap",
+        "`GLIBC_TUNABLES` mmap threshold",
+        "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072 (the tunable form of the above)",
+        env={"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=131072"},
+    ),
+    Case(
+        "arena_max_1",
+        "`MALLOC_ARENA_MAX=1`",
+        "MALLOC_ARENA_MAX=1: every thread shares the brk heap",
+        env={"MALLOC_ARENA_MAX": "1"},
+    ),
+    Case("jemalloc", "jemalloc", "jemalloc 5 via LD_PRELOAD, its default settings", jemalloc=True),
+    Case(
+        "jemalloc_decay0",
+        "jemalloc, decay 0",
+        "jemalloc via LD_PRELOAD, MALLOC_CONF=dirty_decay_ms:0,muzzy_decay_ms:0 (purge at once)",
+        env={"MALLOC_CONF": "dirty_decay_ms:0,muzzy_decay_ms:0"},
+        jemalloc=True,
+    ),
+)
+CASES_BY_NAME = {case.name: case for case in CASES}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -146,6 +203,17 @@ class _Libc:
         if self.mallopt is not None:
             self.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
             self.mallopt.restype = ctypes.c_int
+
+    def raise_mmap_threshold(self) -> None:
+        """Raise glibc's dynamic mmap threshold as a builder's first large free does."""
+        pointer = self.malloc(THRESHOLD_RAISING_BYTES)
+        self.memset(pointer, 0, THRESHOLD_RAISING_BYTES)
+        self.free(pointer)
+
+    def fix_trim_threshold(self, nbytes: int) -> None:
+        """``mallopt(M_TRIM_THRESHOLD, nbytes)``: the thresholds stay where they are."""
+        if self.mallopt is None or self.mallopt(M_TRIM_THRESHOLD, nbytes) != 1:
+            raise HostHeapBenchmarkError("mallopt(M_TRIM_THRESHOLD) is not available here")
 
     def allocator(self) -> str:
         """Which allocator serves ``malloc``: jemalloc's version string, or glibc's."""
@@ -340,16 +408,10 @@ def run_worker(args: argparse.Namespace) -> Dict[str, Any]:
     libc = _Libc()
     fork_trim = _load_fork_trim() if case.fork_trim else None
 
-    # Raise glibc's dynamic mmap threshold as a builder's first large free does.
-    pointer = libc.malloc(THRESHOLD_RAISING_BYTES)
-    libc.memset(pointer, 0, THRESHOLD_RAISING_BYTES)
-    libc.free(pointer)
+    libc.raise_mmap_threshold()
     # The alternative to weigh (README, "Reading the results"): a fixed trim threshold from here.
     if args.trim_threshold_after_raise is not None:
-        if libc.mallopt is None:
-            raise HostHeapBenchmarkError("--trim-threshold-after-raise needs glibc's mallopt")
-        if libc.mallopt(M_TRIM_THRESHOLD, args.trim_threshold_after_raise) != 1:
-            raise HostHeapBenchmarkError("mallopt(M_TRIM_THRESHOLD) refused the value")
+        libc.fix_trim_threshold(args.trim_threshold_after_raise)
 
     burst_bytes_target = int(args.burst_gib * GiB)
     share = burst_bytes_target // args.threads
@@ -590,7 +652,7 @@ def host_heap_result(
     cases = []
     for entry in summarise(runs):
         name, size = entry["case"], entry["burst_gib"]
-        registered = strategies.HOST_HEAP_BY_NAME[name]
+        registered = CASES_BY_NAME[name]
         figures = {**entry["median"], "burst_bytes": entry["burst_bytes"]}
         figures.update(
             {key: entry[key] for key in ("repeats", "kept_fraction", "first_kept_fraction")}

@@ -1,22 +1,17 @@
-"""What a fixed glibc trim threshold costs a process that keeps running after its compile.
+"""What a fixed glibc trim threshold costs a process that keeps allocating after its compile.
 
-The fork's trim leaves the top chunks of glibc's thread arenas resident (``README.md``,
-"Reading the results"). ``mallopt(M_TRIM_THRESHOLD, 128 KiB)`` after the first large free
-would shrink those tops as well, but for the rest of the process: every free that reaches an
-arena's top then hands its pages back, and the next allocation faults them in again. This
-script measures that on the simplest steady workload, one thread that allocates, touches and
-frees a block of the same size again and again (as a loop of CPU inference does with its
-activations), with glibc's dynamic thresholds and with the fixed trim threshold, each case in a
-fresh process. Run from the repository root::
+One thread allocates, touches and frees a block of one size again and again (as a loop of CPU
+inference does with its activations), with glibc's dynamic thresholds and with
+``mallopt(M_TRIM_THRESHOLD, 128 KiB)`` set after the first large free, each case in a fresh
+process (``docsrc/benchmarks.rst`` says why it matters). From the repository's root::
 
     python -m benchmarks run host-heap-steady-loop
-
-It writes ``benchmarks/results/host_heap_steady_loop.json`` and prints the figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import sys
 import threading
@@ -25,25 +20,18 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from benchmarks import harness
-from benchmarks.host_heap import run
+from benchmarks.host_heap import run as host_heap
 
-DEFAULT_OUTPUT = harness.RESULTS / "host_heap_steady_loop.json"
-FIXED_TRIM_THRESHOLD = 128 * run.KiB
+FIXED_TRIM_THRESHOLD = 128 * host_heap.KiB
 
 
 def run_worker(block_mib: int, iterations: int, fixed: bool) -> Dict[str, Any]:
     """One case in this (fresh) process: the loop's time per iteration, in a new thread."""
-    libc = run._Libc()
-    # Raise the dynamic mmap threshold as a builder's first large free does, then fix the
-    # trim threshold where the case asks for it.
-    pointer = libc.malloc(run.THRESHOLD_RAISING_BYTES)
-    libc.memset(pointer, 0, run.THRESHOLD_RAISING_BYTES)
-    libc.free(pointer)
-    if fixed and (
-        libc.mallopt is None or libc.mallopt(run.M_TRIM_THRESHOLD, FIXED_TRIM_THRESHOLD) != 1
-    ):
-        raise run.HostHeapBenchmarkError("mallopt(M_TRIM_THRESHOLD) is not available here")
-    size = block_mib * run.MiB
+    libc = host_heap._Libc()
+    libc.raise_mmap_threshold()
+    if fixed:
+        libc.fix_trim_threshold(FIXED_TRIM_THRESHOLD)
+    size = block_mib * host_heap.MiB
     seconds: List[float] = []
 
     def loop() -> None:
@@ -89,62 +77,61 @@ def steady_loop_result(
             for kind in ("dynamic", "fixed")
         }
         medians["ratio"] = medians["fixed_s"] / medians["dynamic_s"]
-        label = f"{block_mib} MiB block"
-        parameters = {"block_mib": block_mib}
-        entry = harness.case(
-            f"{block_mib}mib", label, medians, headline=True, parameters=parameters
+        cases.append(
+            harness.case(
+                f"{block_mib}mib",
+                f"{block_mib} MiB block",
+                medians,
+                headline=True,
+                parameters={"block_mib": block_mib},
+                series={"runs": own},
+            )
         )
-        cases.append({**entry, "series": {"runs": own}})
     title = "What a fixed glibc trim threshold costs a loop that allocates and frees one block"
     return harness.result(
         "host-heap-steady-loop", title, record, MEASURES, cases, settings=settings
     )
 
 
-def run(argv: Optional[Sequence[str]] = None) -> int:
-    """Run both settings for every block size (or, with ``--worker``, one in this process)."""
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks run host-heap-steady-loop",
-        description=__doc__.split("\n\n")[0],
+        description=__doc__.splitlines()[0],
     )
-    parser.add_argument("--blocks-mib", type=int, nargs="+", default=[4, 16])
-    parser.add_argument("--iterations", type=int, default=200)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
-    parser.add_argument("--worker", choices=["dynamic", "fixed"], help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.worker:
-        figures = run_worker(args.blocks_mib[0], args.iterations, args.worker == "fixed")
-        harness.print_case_result(figures)
-        return 0
+    add = parser.add_argument
+    add("--blocks-mib", type=int, nargs="+", default=[4, 16])
+    add("--iterations", type=int, default=200)
+    add("--repeats", type=int, default=3)
+    add("--output", type=Path, default=harness.RESULTS / "host_heap_steady_loop.json")
+    add("--worker", choices=["dynamic", "fixed"], help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
 
+
+def run(argv: Optional[Sequence[str]] = None) -> int:
+    """Run both settings for every block size (or, with ``--worker``, one in this process)."""
+    args = parse_args(argv)
+    if args.worker:
+        fixed = args.worker == "fixed"
+        harness.print_case_result(run_worker(args.blocks_mib[0], args.iterations, fixed))
+        return 0
     record = harness.provenance()
+    env = host_heap.case_environment(host_heap.CASES_BY_NAME["upstream"], None)
     runs: List[Dict[str, Any]] = []
-    for block_mib in args.blocks_mib:
-        for repeat in range(args.repeats):
-            for case in ("dynamic", "fixed"):
-                command = ["-m", "benchmarks.host_heap.steady_loop", "--worker", case]
-                command += ["--blocks-mib", str(block_mib), "--iterations", str(args.iterations)]
-                figures = harness.run_in_fresh_process(
-                    command, run.case_environment(run.CASES_BY_NAME["upstream"], None)
-                )
-                figures.update({"case": case, "repeat": repeat})
-                runs.append(figures)
+    kinds = ("dynamic", "fixed")
+    for block, repeat, kind in itertools.product(args.blocks_mib, range(args.repeats), kinds):
+        command = ["-m", "benchmarks.host_heap.steady_loop", "--worker", kind]
+        command += ["--blocks-mib", str(block), "--iterations", str(args.iterations)]
+        figures = harness.run_in_fresh_process(command, env)
+        runs.append({**figures, "case": kind, "repeat": repeat})
+        print(f"{block} MiB {kind}: {figures['median_s'] * 1e3:.3f} ms", flush=True)
     settings = {
         "iterations": args.iterations,
         "repeats": args.repeats,
         "fixed_trim_threshold": FIXED_TRIM_THRESHOLD,
-        "threshold_raising_bytes": run.THRESHOLD_RAISING_BYTES,
+        "threshold_raising_bytes": host_heap.THRESHOLD_RAISING_BYTES,
     }
-    document = steady_loop_result(record, runs, settings)
-    harness.save_result(args.output, document)
-    for entry in document["cases"]:
-        figures = entry["figures"]
-        print(
-            f"{entry['label']}: allocate + touch + free {figures['dynamic_s'] * 1e3:.3f} ms "
-            f"with glibc's dynamic thresholds, {figures['fixed_s'] * 1e3:.3f} ms with a fixed "
-            f"trim threshold ({figures['ratio']:.1f}x)"
-        )
+    harness.save_result(args.output, steady_loop_result(record, runs, settings))
+    print(f"wrote {args.output}")
     return 0
 
 

@@ -1,51 +1,19 @@
-"""Offload benchmark: host + GPU memory and time of moving a large fp16 model to the CPU.
+"""Offload benchmark: host + GPU memory and time of moving a large model to the CPU.
 
-For each model and strategy, a fresh process builds the model on the GPU, empties the CUDA
-cache, and moves the model to the CPU while two probes record host RSS + CUDA reserved
-memory: a dispatch mode after every tensor operation (so after every tensor move) and a
-sampler thread every millisecond. The overshoot is the peak of that sum above its value at
-the start; with the model on the GPU at the start, upstream's ``module.to("cpu")`` overshoots
-by about the model size W.
+Each case runs in a fresh process: it builds a model of one tensor mix on the GPU, empties the
+CUDA cache, and moves the model to the CPU with one strategy (:data:`STRATEGIES`) while two
+probes (a dispatch mode after every tensor operation and a 1 ms sampler thread) record host
+RSS + GPU memory in use. The driver first measures the host's copy ceiling and memory
+bandwidth, and gives each case its share of both. ``docsrc/benchmarks.rst`` says what the
+figures mean; the result file's ``measures`` say what each one is. On a machine with a GPU::
 
-Strategies are named in ``benchmarks/strategies.py`` (``OFFLOAD_STRATEGIES``); a new one
-is an entry there. Plans are named lists of cases (:data:`PLANS`): ``headline`` (the README's
-and the docs' figures) and ``shapes`` (every shape, probed and timed).
-
-Tensor mixes:
-
-* ``llm``: an LLM-like fp16 model, untied 0.98 GiB embedding and output matrix;
-* ``small``: one 1 GiB tensor, then fp16 tensors of 2-6 MiB with a 100 MiB one every 40;
-* ``fp32-64MiB``: fp32 layers of 64 MiB each;
-* ``one-large``: one tensor of two thirds of the model, then 32 MiB ones;
-* ``llama-untied``, ``llama-tied``: transformers ``LlamaForCausalLM`` of the 8B class (hidden
-  4096, 14336 MLP, 8 KV heads, 128256 tokens), as many layers as the size allows, built as
-  users build it: initialised in fp32 on the GPU, then ``.to(torch.bfloat16)``;
-* ``qwen2``: transformers ``Qwen2ForCausalLM`` of the 32B class (hidden 5120, 27648 MLP),
-  built the same way.
-
-Each case also reads the CUDA caching allocator's segments before the move
-(``torch.cuda.memory_snapshot()``): ``largest_segment_live_bytes`` is the most memory of
-tensors in one segment, which no tensor-by-tensor offload can hand back before all of them
-have moved. ``overshoot_floor_bytes``, the larger of it and the largest tensor, is the
-overshoot to expect where tensors share segments; it is not a strict bound, since segments
-freed earlier also hand back their free blocks, which the start counted.
-
-The driver measures, in its own process before the cases, the host's CPU-copy ceiling
-(:func:`copy_ceiling`, again after the cases) and the host's own limit (:func:`host_limit`:
-the memory bandwidth with every core, a plain large copy and a read-only pass), and gives each
-case its fraction of both: ``fraction_of_copy_ceiling``, and ``fraction_of_host_limit`` of the
-bandwidth divided by its strategy's bytes of traffic per moved byte. Result files carry
-``provenance`` (``benchmarks/harness.py``).
-
-Usage (on a machine with a GPU; each case runs in a process of its own)::
-
-    python -m benchmarks run offload --plan headline --out offload_headline.json \
-        --timing-out offload_headline_timing.json
+    python -m benchmarks run offload --plan headline
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import math
 import os
 import statistics
@@ -54,55 +22,142 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from types import ModuleType
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from benchmarks import harness, strategies
+from benchmarks import harness
 from benchmarks.harness import load_overlay
 
 DEFAULT_OUT = harness.RESULTS / "offload_headline.json"
+DEFAULT_TIMING_OUT = harness.RESULTS / "offload_headline_timing.json"
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
 
+# The overlay's switch of its fast path (its PINNED_BOUNCE_ENV_VAR).
+FAST_PATH_SWITCH = "TORCHTRT_OFFLOAD_PINNED_BOUNCE"
+# Bytes of host memory traffic per moved byte, for every strategy here: the bounce (the
+# fork's, or the driver's behind ``tensor.to``) writes a chunk by DMA, the CPU reads it, the
+# kernel zeroes each fresh destination page and the CPU writes it. Bandwidth / this is the
+# fastest move the host's memory allows.
+TRAFFIC = 4
+
+Move = Callable[[Any], None]
+
 
 @dataclass(frozen=True)
-class PlanCase:
-    """One case of a plan: a model, a strategy, whether to probe it, how many timed runs."""
+class Strategy:
+    """A way of moving a module to the CPU: ``prepare(overlay)`` sets this process up and
+    returns the move. ``headline`` strategies are the README's columns; ``thp_never`` turns
+    transparent huge pages off for the case's process first."""
 
-    size_gib: int
-    mix: str
-    strategy: str
-    probed: bool = True
-    timed: int = 1
+    label: str
+    description: str
+    prepare: Callable[[ModuleType], Move]
+    headline: bool = False
+    thp_never: bool = False
 
 
-# The other shapes of the fork, and its variants at 8 GiB.
-SHAPES = [(24, "llm"), (64, "llm"), (24, "small"), (60, "small"), (24, "fp32-64MiB")]
-SHAPES += [(15, "llama-untied"), (14, "llama-tied"), (61, "qwen2")]
-VARIANTS = ["fork", "fork-plain", "fork-thp-never", "fork-plain-thp-never", "fork-lock-fails"]
+def _module_to(overlay: ModuleType) -> Move:
+    import torch
 
-# Every plan, most wanted case first (a run cut short keeps the cases it finished).
-PLANS: Dict[str, List[PlanCase]] = {
-    # The README's and docs' figures: the fork against `module.to` and the 1 GiB-step plain
-    # move at 24 GiB; every shape; at 8 GiB, THP off and page-locking refused.
-    "headline": [
-        PlanCase(24, "llm", "fork", timed=3),
-        PlanCase(24, "llm", "upstream"),
-        PlanCase(24, "llm", "step-1GiB-plain"),
-        PlanCase(24, "small", "fork", timed=2),
-        PlanCase(14, "llama-tied", "fork"),
-        PlanCase(8, "llm", "fork-plain", probed=False),
-        PlanCase(8, "llm", "fork-thp-never", probed=False),
-        PlanCase(8, "llm", "fork-plain-thp-never", probed=False),
-        PlanCase(8, "llm", "fork-lock-fails", probed=False),
-        PlanCase(60, "llm", "fork"),
-        PlanCase(15, "llama-untied", "fork"),
-        PlanCase(61, "qwen2", "fork", probed=False),
-        PlanCase(60, "small", "fork", probed=False),
-    ],
-    "shapes": [PlanCase(size, mix, "fork") for size, mix in SHAPES]
-    + [PlanCase(8, "llm", name) for name in VARIANTS],
+    def move(module: Any) -> None:
+        module.to("cpu")
+        torch.cuda.empty_cache()
+
+    return move
+
+
+def _fork(step: int = -1, fast_path: bool = True) -> Callable[[ModuleType], Move]:
+    """The fork's ``deallocate_module``, at its default step (``-1``) or at ``step`` bytes."""
+
+    def prepare(overlay: ModuleType) -> Move:
+        os.environ[FAST_PATH_SWITCH] = "1" if fast_path else "0"
+        if step < 0:
+            return overlay.deallocate_module  # type: ignore[no-any-return]
+        return lambda module: overlay.deallocate_module(module, release_every_bytes=step)
+
+    return prepare
+
+
+def _fork_lock_refused(overlay: ModuleType) -> Move:
+    """The fork where every ``cudaHostRegister`` fails, as where page-locking is refused."""
+    import torch
+
+    real = torch.cuda.cudart()
+
+    class RefusingRuntime:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def cudaHostRegister(self, *args: Any) -> int:
+            return 2  # cudaErrorMemoryAllocation
+
+    torch.cuda.cudart = RefusingRuntime  # type: ignore[assignment]
+    return _fork()(overlay)
+
+
+STRATEGIES: Dict[str, Strategy] = {
+    "upstream": Strategy(
+        "`module.to`",
+        '`module.to("cpu")` then `torch.cuda.empty_cache()`: what releases up to 2.14 do',
+        _module_to,
+        headline=True,
+    ),
+    "step-1GiB-plain": Strategy(
+        "1 GiB-step plain move",
+        "the fork's `deallocate_module` with `release_every_bytes=1 GiB` and the fast path off: "
+        "the release schedule of upstream main's fix, not upstream's code",
+        _fork(step=GiB, fast_path=False),
+        headline=True,
+    ),
+    "fork": Strategy(
+        "this fork",
+        "the fork's `deallocate_module` as users get it (fast path on, default step)",
+        _fork(),
+        headline=True,
+    ),
+    "fork-plain": Strategy(
+        "fork, fast path off",
+        "the fork's `deallocate_module` with TORCHTRT_OFFLOAD_PINNED_BOUNCE=0 (`tensor.to`)",
+        _fork(fast_path=False),
+    ),
+    "fork-lock-fails": Strategy(
+        "fork, page-locking refused",
+        "the fork where every `cudaHostRegister` fails (it falls back to `tensor.to`)",
+        _fork_lock_refused,
+    ),
+    "fork-thp-never": Strategy(
+        "fork, THP never",
+        "the fork with transparent huge pages off for the process",
+        _fork(),
+        thp_never=True,
+    ),
+    "fork-plain-thp-never": Strategy(
+        "fork, fast path off, THP never",
+        "the fork's plain path with transparent huge pages off for the process",
+        _fork(fast_path=False),
+        thp_never=True,
+    ),
 }
+
+# (GiB, tensor mix, strategy, probed, timed runs): the README's and docs' figures, most
+# wanted first (a run cut short keeps the cases it finished).
+PLAN: List[Tuple[int, str, str, bool, int]] = [
+    (24, "llm", "fork", True, 3),
+    (24, "llm", "upstream", True, 1),
+    (24, "llm", "step-1GiB-plain", True, 1),
+    (24, "small", "fork", True, 2),
+    (14, "llama-tied", "fork", True, 1),
+    (8, "llm", "fork-plain", False, 1),
+    (8, "llm", "fork-thp-never", False, 1),
+    (8, "llm", "fork-plain-thp-never", False, 1),
+    (8, "llm", "fork-lock-fails", False, 1),
+    (60, "llm", "fork", True, 1),
+    (15, "llama-untied", "fork", True, 1),
+    (61, "qwen2", "fork", False, 1),
+    (60, "small", "fork", False, 1),
+]
 
 
 def host_rss() -> int:
@@ -118,12 +173,8 @@ def host_rss() -> int:
 
 
 def warm_host_memory(gib: int) -> float:
-    """Touch ``gib`` GiB of host memory once, so that no case pays for the VM's first touch.
-
-    A virtual machine whose memory grows on use (as the GPU machines here do) backs each page
-    the first time the guest touches it, at about 3 GB/s; a case that ran first would pay that
-    and the others not. Returns the seconds it took.
-    """
+    """Touch ``gib`` GiB of host memory once, so that no case pays for the VM's first touch
+    (memory that grows on use is backed at about 3 GB/s on first touch); returns its seconds."""
     import torch
 
     began = time.perf_counter()
@@ -138,7 +189,7 @@ def warm_host_memory(gib: int) -> float:
 
 
 def build_model(size_gib: int, mix: str) -> Any:
-    """A module on the GPU of about ``size_gib`` GiB, of the tensor mix named (module doc)."""
+    """A module of about ``size_gib`` GiB on the GPU, of the mix named (the docs list them)."""
     if mix in TRANSFORMERS_MIXES:
         return build_transformers_model(size_gib, mix)
     import torch
@@ -174,14 +225,6 @@ def build_model(size_gib: int, mix: str) -> Any:
                 add(f"l{layer}_{name}", *shape)
             used += layer_bytes
             layer += 1
-    elif mix == "one-large":
-        add("large", total * 2 // 3 // 2 // hidden, hidden)
-        used = module.large.nbytes
-        index = 0
-        while used + 32 * MiB <= total:
-            add(f"m{index}", hidden, hidden)
-            used += 32 * MiB
-            index += 1
     elif mix == "small":
         add("large", GiB // 2 // hidden, hidden)
         used = GiB
@@ -195,9 +238,6 @@ def build_model(size_gib: int, mix: str) -> Any:
             add(f"t{index}", elements)
             used += 2 * elements
             index += 1
-    elif mix == "fp32-64MiB":
-        for index in range(total // (64 * MiB)):
-            add(f"layer{index}", hidden, hidden, dtype=torch.float32)
     else:
         raise SystemExit(f"unknown mix {mix!r}: see the module's docstring")
     return module
@@ -250,9 +290,9 @@ def run_case(size_gib: int, mix: str, strategy: str, probes: bool = True) -> Dic
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    chosen = strategies.OFFLOAD_BY_NAME[strategy]
-    if chosen.thp_never:
-        strategies.disable_huge_pages_for_this_process()
+    chosen = STRATEGIES[strategy]
+    if chosen.thp_never and ctypes.CDLL(None).prctl(41, 1, 0, 0, 0) != 0:
+        raise SystemExit("prctl(PR_SET_THP_DISABLE) failed")
     overlay = load_overlay()
     move = chosen.prepare(overlay)
     devices = list(range(torch.cuda.device_count()))
@@ -404,14 +444,9 @@ def segment_figures(tensors: Dict[int, int]) -> Dict[str, Any]:
 
 
 def copy_ceiling(repeats: int = 5) -> Dict[str, Any]:
-    """The host's CPU-copy ceiling: 1 GiB from page-locked memory into fresh huge pages.
-
-    ``copy_`` with every core (torch threads set to ``os.cpu_count()``) into new memory advised
-    ``MADV_HUGEPAGE``, each time fresh, as an offload's destinations are: the CPU side of a
-    path that bounces through page-locked memory, and the ceiling issue 19 measures the
-    offload against. The source is page-locked with ``cudaHostRegister`` on memory of our own
-    and unlocked after, so the cases that follow see no page-locked memory of this process.
-    """
+    """The host's CPU-copy ceiling: 1 GiB from page-locked memory into fresh huge pages, with
+    every core, as an offload's bounce path writes (``measures``: ``ceiling_GBps``). The source
+    is unlocked after, so the cases see no page-locked memory of this process."""
     import torch
 
     overlay = load_overlay()
@@ -443,21 +478,7 @@ def copy_ceiling(repeats: int = 5) -> Dict[str, Any]:
 
 def host_limit(repeats: int = 3) -> Dict[str, Any]:
     """The host's own limit: its memory bandwidth with every core, and what the offload's
-    steps take of it.
-
-    On 2 GiB buffers faulted in beforehand (best of ``repeats``): ``copy_GBps``, a plain
-    ``copy_`` (each copied byte is read once and written once: twice its bytes of traffic);
-    ``read_GBps``, a read-only pass (``sum``); ``write_GBps``, ``fill_``. The memory's
-    bandwidth, ``bandwidth_GBps``, is the larger of the copy's traffic and the read-only pass;
-    ``limit_GBps[n]`` is that bandwidth over ``n`` bytes of traffic per moved byte (the
-    strategies' ``traffic``). Also, each into 1 GiB: ``fault_in_GBps``, fresh huge pages
-    faulted in from every core (``MADV_POPULATE_WRITE``: the kernel's zeroing alone);
-    ``dma_pinned_GBps``, a DMA into reused page-locked memory (the link); and the bounce
-    path's CPU side, 16 MiB pieces from a page-locked chunk into fresh memory
-    (``chunked_copy_fresh_GBps``) and into memory faulted in beforehand
-    (``chunked_copy_prefaulted_GBps``), whose difference is the page zeroing's share.
-    """
-    import ctypes
+    steps take of it (each figure's ``measures`` entry says how it is taken)."""
     from concurrent.futures import ThreadPoolExecutor
 
     import torch
@@ -528,8 +549,7 @@ def host_limit(repeats: int = 3) -> Dict[str, Any]:
         torch.set_num_threads(threads)
         pool.shutdown()
     figures["bandwidth_GBps"] = max(2 * figures["copy_GBps"], figures["read_GBps"])
-    counts = sorted({strategy.traffic for strategy in strategies.OFFLOAD_STRATEGIES})
-    figures["limit_GBps"] = {str(n): figures["bandwidth_GBps"] / n for n in counts}
+    figures["limit_GBps"] = {str(TRAFFIC): figures["bandwidth_GBps"] / TRAFFIC}
     return figures
 
 
@@ -538,9 +558,8 @@ def add_fractions(case: Dict[str, Any], ceiling: Dict[str, Any], limit: Dict[str
     of the host's limit for its strategy's traffic (:func:`host_limit`)."""
     case["fraction_of_copy_ceiling"] = case["GBps"] / ceiling["GBps"]
     case["fraction_of_median_copy_ceiling"] = case["GBps"] / ceiling["median_GBps"]
-    traffic = strategies.OFFLOAD_BY_NAME[case["strategy"]].traffic
-    case["traffic_bytes_per_byte"] = traffic
-    case["host_limit_GBps"] = limit["limit_GBps"][str(traffic)]
+    case["traffic_bytes_per_byte"] = TRAFFIC
+    case["host_limit_GBps"] = limit["limit_GBps"][str(TRAFFIC)]
     case["fraction_of_host_limit"] = case["GBps"] / case["host_limit_GBps"]
 
 
@@ -616,10 +635,10 @@ def _ceiling_case(case_id: str, label: str, ceiling: Dict[str, Any]) -> Dict[str
 
 
 def _move_case(raw: Dict[str, Any]) -> Dict[str, Any]:
-    """One moved model's case, labelled from the strategies' registry."""
+    """One moved model's case, labelled from :data:`STRATEGIES`."""
     size, mix, name = raw["size_gib"], raw["mix"], raw["strategy"]
     repeat = f"-r{raw['repeat']}" if raw.get("repeat") else ""
-    strategy = strategies.OFFLOAD_BY_NAME[name]
+    strategy = STRATEGIES[name]
     label = f"{size} GiB {mix}, {strategy.label} (`{name}`)"
     figures = {k: v for k, v in raw.items() if k not in PARAMETERS}
     parameters = {k: raw[k] for k in PARAMETERS if k in raw}
@@ -647,7 +666,7 @@ def offload_result(
     parameters = {"kind": "limit", "threads": limit["threads"]}
     entries.append(harness.case("host-limit", "the host's limit", figures, parameters=parameters))
     used = dict.fromkeys(raw["strategy"] for raw in cases)
-    described = (f"`{n}`: {strategies.OFFLOAD_BY_NAME[n].description}" for n in used)
+    described = (f"`{n}`: {STRATEGIES[n].description}" for n in used)
     notes = ["Strategies: " + "; ".join(described) + "."]
     notes.append("Cases that share a label are timed repeats of one configuration.")
     probed = any(case.get("probes", True) for case in cases)
@@ -661,41 +680,14 @@ def offload_result(
 
 def run_one(size: int, mix: str, strategy: str, probes: bool) -> Optional[Dict[str, Any]]:
     """One case in a fresh process, without the fast-path switch of the caller's shell."""
-    env = {k: v for k, v in os.environ.items() if k != strategies.FAST_PATH_SWITCH}
-    command = ["-m", "benchmarks.offload.run", "--case", f"{size}:{mix}:{strategy}"]
-    command += [] if probes else ["--no-probes"]
+    env = {k: v for k, v in os.environ.items() if k != FAST_PATH_SWITCH}
+    case = f"{size}:{mix}:{strategy}:{int(probes)}"
+    command = ["-m", "benchmarks.offload.run", "--case", case]
     try:
         return harness.run_in_fresh_process(command, env)
     except harness.CaseFailed as error:
         print(f"{size} GiB {mix} {strategy}: failed: {error}", file=sys.stderr, flush=True)
         return None
-
-
-def selected_cases(args: argparse.Namespace) -> List[Tuple[int, str, str, bool, int]]:
-    """(size, mix, strategy, probed run, timed runs) of the plan, as the options select them.
-
-    ``--repeats`` sets every case's timed runs. Timed runs need a file of their own
-    (``--timing-out``) unless nothing is probed (``--no-probes``): otherwise they would
-    overwrite the probed cases in ``--out``.
-    """
-    timed_file = bool(args.no_probes or args.timing_out)
-    return [
-        (
-            case.size_gib,
-            case.mix,
-            case.strategy,
-            case.probed and not args.no_probes and probe_wanted(args, case.strategy),
-            (case.timed if args.repeats is None else args.repeats) if timed_file else 0,
-        )
-        for case in PLANS[args.plan]
-        if (not args.sizes or case.size_gib in args.sizes)
-        and (not args.mixes or case.mix in args.mixes)
-        and (not args.strategies or case.strategy in args.strategies)
-    ]
-
-
-def probe_wanted(args: argparse.Namespace, strategy: str) -> bool:
-    return args.probe_strategies is None or strategy in args.probe_strategies
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -704,30 +696,23 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     )
     add = parser.add_argument
     add("--case", help=argparse.SUPPRESS)
-    add("--plan", choices=list(PLANS), default="headline", help="named list of cases to run")
-    add("--sizes", type=int, nargs="*", help="model sizes (GiB) to run")
-    add("--mixes", nargs="*", help="tensor mixes to run")
-    add("--strategies", nargs="*", choices=list(strategies.OFFLOAD_BY_NAME))
-    add("--out", type=Path, default=DEFAULT_OUT, help="JSON file to write")
-    add("--no-probes", action="store_true", help="time only, without the memory probes")
-    add("--timing-out", type=Path, help="also time every case unprobed, into this file")
-    add("--repeats", type=int, help="timed runs of every case (default: the plan's)")
-    add("--probe-strategies", nargs="*", help="with --timing-out: probe only these")
+    add("--plan", choices=["headline"], default="headline", help="the cases to run")
+    add("--out", type=Path, default=DEFAULT_OUT, help="the probed cases' JSON file")
+    add("--timing-out", type=Path, default=DEFAULT_TIMING_OUT, help="the timed runs' file")
     return parser.parse_args(argv)
 
 
 def run(argv: Optional[List[str]] = None) -> int:
-    """Run a plan's cases, each in a fresh process (or, with ``--case``, one in this one)."""
+    """Run the plan's cases, each in a fresh process (or, with ``--case``, one in this one)."""
     args = parse_args(argv)
     if args.case:
-        size, mix, strategy = args.case.split(":")
-        harness.print_case_result(run_case(int(size), mix, strategy, probes=not args.no_probes))
+        size, mix, strategy, probes = args.case.split(":")
+        harness.print_case_result(run_case(int(size), mix, strategy, probes == "1"))
         return 0
 
     record = harness.provenance()
     began = time.perf_counter()
-    cases = selected_cases(args)
-    warm_up_s = warm_host_memory(max(size for size, *_ in cases) + 8)
+    warm_up_s = warm_host_memory(max(size for size, *_ in PLAN) + 8)
     ceiling = copy_ceiling()
     print(f"CPU-copy ceiling: {ceiling['GBps']:.2f} GB/s (median {ceiling['median_GBps']:.2f})")
     limit = host_limit()
@@ -735,16 +720,15 @@ def run(argv: Optional[List[str]] = None) -> int:
     print(f"host limit: {', '.join(figures)}; per traffic count {limit['limit_GBps']}")
     probed: List[Dict[str, Any]] = []
     timed: List[Dict[str, Any]] = []
-    timing_out = args.timing_out or args.out
 
     def save() -> None:
         settings = {"host_warm_up_s": warm_up_s, "total_seconds": time.perf_counter() - began}
-        for path, done in ((args.out, probed), (timing_out, timed)):
+        for path, done in ((args.out, probed), (args.timing_out, timed)):
             if done:
                 document = offload_result(record, done, ceiling, limit, settings)
                 harness.save_result(path, document)
 
-    for size, mix, strategy, probe, timed_runs in cases:
+    for size, mix, strategy, probe, timed_runs in PLAN:
         runs = ([(True, 0)] if probe else []) + [(False, repeat) for repeat in range(timed_runs)]
         for probes, repeat in runs:
             case = run_one(size, mix, strategy, probes)

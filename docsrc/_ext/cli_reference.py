@@ -41,14 +41,6 @@ def portable(text: str) -> str:
     return text.replace(str(REPOSITORY) + os.sep, "").replace(str(REPOSITORY), ".")
 
 
-def expanded_help(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
-    """An option's help as ``--help`` prints it: argparse's own formatter fills in
-    ``%(default)s``, ``%(choices)s`` and the other fields of the action."""
-    if not action.help:
-        return ""
-    return portable(parser._get_formatter()._expand_help(action))
-
-
 def _usage_groups(usage: str) -> List[str]:
     """The words of a usage line, each ``[...]`` or ``{...}`` group kept as one word."""
     groups: List[str] = []
@@ -77,24 +69,16 @@ def wrap_usage(usage: str, width: int = USAGE_WIDTH) -> str:
     return "\n".join(lines)
 
 
-class CliUsage(SphinxDirective):
-    """The usage line of one command of the build tool, as its ``--help`` prints it."""
-
-    required_arguments = 1
-
-    def run(self) -> List[nodes.Node]:
-        usage = command_parser(self.arguments[0]).format_usage().strip()
-        usage = usage.removeprefix("usage: ")
-        return [nodes.literal_block(text=wrap_usage(usage), language="none", classes=["cli-usage"])]
-
-
-class CliOptions(SphinxDirective):
-    """The options of one command of the build tool: a definition list from its parser."""
+class CliDirective(SphinxDirective):
+    """``cli-usage`` or ``cli-options`` of one command of the build tool (module docstring)."""
 
     required_arguments = 1
 
     def run(self) -> List[nodes.Node]:
         parser = command_parser(self.arguments[0])
+        if self.name == "cli-usage":
+            usage = wrap_usage(parser.format_usage().strip().removeprefix("usage: "))
+            return [nodes.literal_block(text=usage, language="none", classes=["cli-usage"])]
         items = nodes.definition_list(classes=["cli-options"])
         for action in parser._actions:
             if isinstance(action, argparse._HelpAction) or not action.option_strings:
@@ -102,7 +86,8 @@ class CliOptions(SphinxDirective):
             metavar = "" if action.nargs == 0 else f" {action.metavar or action.dest.upper()}"
             term = nodes.term()
             term += nodes.literal(text=", ".join(action.option_strings) + metavar)
-            text = expanded_help(parser, action)
+            # argparse's own formatter fills in %(default)s and the other fields.
+            text = portable(parser._get_formatter()._expand_help(action)) if action.help else ""
             if isinstance(action, argparse._AppendAction):
                 text = (text + "; " if text else "") + "repeat for several"
             if action.default not in (None, False, []) and "default" not in text:
@@ -114,6 +99,6 @@ class CliOptions(SphinxDirective):
 
 
 def setup(app: Sphinx) -> Dict[str, Any]:
-    app.add_directive("cli-usage", CliUsage)
-    app.add_directive("cli-options", CliOptions)
+    app.add_directive("cli-usage", CliDirective)
+    app.add_directive("cli-options", CliDirective)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

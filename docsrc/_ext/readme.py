@@ -33,7 +33,7 @@ def blocks() -> Dict[str, Callable[[], str]]:
         "supported-matrix": lambda: results.markdown(results.matrix_table()),
         "memory-sizing": lambda: memory_sizing.readme_block(memory_sizing.load()),
     }
-    for name in results.TABLES:
+    for name in results.TABLE_NAMES:
         made[name] = lambda name=name: results.markdown(results.table(name))
     return made
 

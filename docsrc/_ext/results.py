@@ -197,6 +197,18 @@ def _every(case: Dict[str, Any]) -> bool:
     return True
 
 
+def _groups(
+    document: Dict[str, Any], measures: Sequence[str], headline: bool, where: Callable[..., bool]
+) -> Dict[str, List[Dict[str, Any]]]:
+    """The cases by label (a configuration and its repeats) that have one of the measures."""
+    groups: Dict[str, List[Dict[str, Any]]] = {}
+    for entry in document["cases"]:
+        if (entry["headline"] or not headline) and where(entry):
+            if any(entry["figures"].get(key) is not None for key in measures):
+                groups.setdefault(entry["label"], []).append(entry)
+    return groups
+
+
 @dataclass
 class Table:
     """Header, rows and the notes printed below: what the README and the docs both show."""
@@ -232,16 +244,11 @@ def case_table(
     ``headline``: only the cases marked so (the README's); ``where``: a further choice of cases;
     without ``notes``, the table alone (its measures' descriptions and source left out).
     """
-    groups: Dict[str, List[Dict[str, Any]]] = {}
-    for entry in document["cases"]:
-        if (entry["headline"] or not headline) and where(entry):
-            if any(entry["figures"].get(key) is not None for key in measures):
-                groups.setdefault(entry["label"], []).append(entry)
     described = document["measures"]
     header = [""] + [described[key]["label"] for key in measures]
     rows = [
         [label] + [_cell(cases, described[key], key) for key in measures]
-        for label, cases in groups.items()
+        for label, cases in _groups(document, measures, headline, where).items()
     ]
     if not notes:
         return Table(header, rows)
@@ -290,6 +297,8 @@ SPEED = ["GBps", "fraction_of_copy_ceiling", "fraction_of_host_limit"]
 MEMORY = ["overshoot_W", "overshoot_over_floor_MiB"]
 HEAP = ["first_kept_after_trim", "kept_after_trim", "first_trim_s", "trim_s", "burst_s"]
 HEAP += ["warm_burst_s"]
+EVERY_HEAP = HEAP + ["thread_arena_top_bytes"]
+STEADY = ["dynamic_s", "fixed_s", "ratio"]
 
 
 # Each named table: (result file, measures, headline cases only, which cases).
@@ -297,7 +306,11 @@ LIMITS = ["ceiling_GBps", "bandwidth_GBps", "fault_in_GBps", "chunked_copy_fresh
 LIMITS += ["chunked_copy_prefaulted_GBps", "limit_4_GBps"]
 EVERY_MOVE = MEMORY + ["largest_tensor_bytes", "host_after_minus_W_MiB", "seconds"]
 BUILD = ["seconds", "ratio_to_plain_read", "target_ratio"]
+COMPILE = ["sum_peak_w", "host_peak_w", "gpu_peak_w", "sum_kept_w", "compile_s"]
+COMPILE += ["max_abs_error"]
 TABLES: Dict[str, Tuple[str, List[str], bool, Callable[[Dict[str, Any]], bool]]] = {
+    "compile": ("compile_record", COMPILE, False, _every),
+    "compile-settings": ("compile_settings", COMPILE, False, _every),
     "offload-memory": ("offload_headline", MEMORY, True, _moves),
     "offload-speed": ("offload_headline_timing", SPEED, False, _moves),
     "host-heap": ("host_heap", HEAP, True, _every),
@@ -307,26 +320,29 @@ TABLES: Dict[str, Tuple[str, List[str], bool, Callable[[Dict[str, Any]], bool]]]
     "offload-limits": ("offload_headline_timing", LIMITS, False, _limits),
     "offload-3gib-memory": ("offload_3gib", MEMORY + ["overshoot_over_largest_MiB"], False, _moves),
     "offload-3gib-speed": ("offload_3gib_timing", SPEED[:2], False, _moves),
-    "host-heap-every-case": ("host_heap", HEAP + ["thread_arena_top_bytes"], False, _every),
-    "host-heap-trim-threshold": (
-        "host_heap_trim_threshold",
-        HEAP + ["thread_arena_top_bytes"],
-        False,
-        _every,
-    ),
-    "host-heap-steady-loop": (
-        "host_heap_steady_loop",
-        ["dynamic_s", "fixed_s", "ratio"],
-        False,
-        _every,
+    "host-heap-every-case": ("host_heap", EVERY_HEAP, False, _every),
+    "host-heap-trim-threshold": ("host_heap_trim_threshold", EVERY_HEAP, False, _every),
+    "host-heap-steady-loop": ("host_heap_steady_loop", STEADY, False, _every),
+}
+
+
+# The named phase tables: (result file, the cases side by side).
+PHASE_TABLES = {
+    "compile-phases": (
+        "compile_record",
+        ["official-mlp-3gib-offload-on-r1", "fork-mlp-3gib-offload-on-r1"],
     ),
 }
+TABLE_NAMES = [*TABLES, *PHASE_TABLES]
 
 
 def table(name: str, results: Path = RESULTS) -> Table:
     """The named table; :class:`ResultError` naming the known ones otherwise."""
+    if name in PHASE_TABLES:
+        stem, ids = PHASE_TABLES[name]
+        return phase_table(result_file(stem, results), ids)
     if name not in TABLES:
-        raise ResultError(f"no table {name!r}; known: {', '.join(TABLES)}")
+        raise ResultError(f"no table {name!r}; known: {', '.join(TABLE_NAMES)}")
     stem, measures, headline, where = TABLES[name]
     return case_table(result_file(stem, results), measures, headline=headline, where=where)
 
@@ -338,14 +354,9 @@ def bar_plot(document: Dict[str, Any], key: str, *, where: Callable[..., bool] =
     """A horizontal bar per configuration: one measure, the median of its repeats."""
     import matplotlib.pyplot as plt
 
-    rows = case_table(document, [key], where=where, notes=False).rows
-    groups: Dict[str, List[float]] = {}
-    for entry in document["cases"]:
-        value = entry["figures"].get(key)
-        if where(entry) and value is not None:
-            groups.setdefault(entry["label"], []).append(value)
-    labels = [row[0].replace("`", "") for row in rows]
-    values = [statistics.median(groups[row[0]]) for row in rows]
+    groups = _groups(document, [key], False, where)
+    labels = [label.replace("`", "") for label in groups]
+    values = [statistics.median(c["figures"][key] for c in cases) for cases in groups.values()]
     measure = document["measures"][key]
     scale, unit = (GiB, "GiB") if measure["unit"] == "bytes" else (1, measure["unit"])
     figure, axes = plt.subplots(figsize=(7.5, 0.32 * len(labels) + 1.2))
@@ -356,12 +367,13 @@ def bar_plot(document: Dict[str, Any], key: str, *, where: Callable[..., bool] =
     return figure
 
 
-def plot_timelines(document: Dict[str, Any]) -> Any:
-    """Host, GPU and host + GPU memory over time, one panel per case that has a timeline,
-    its phases shaded and named (``series.timeline`` and ``series.phases``)."""
+def plot_timelines(document: Dict[str, Any], where: Callable[..., bool] = _every) -> Any:
+    """Host, GPU and host + GPU memory over time, one panel per case that has a timeline
+    (and that ``where`` takes), its phases shaded and named (``series.timeline`` and
+    ``series.phases``)."""
     import matplotlib.pyplot as plt
 
-    cases = [c for c in document["cases"] if "timeline" in c.get("series", {})]
+    cases = [c for c in document["cases"] if "timeline" in c.get("series", {}) and where(c)]
     if not cases:
         raise ResultError(f"{document.get('_file')}: no case has series.timeline")
     figure, panels = plt.subplots(
@@ -377,16 +389,8 @@ def plot_timelines(document: Dict[str, Any]) -> Any:
         for index, phase in enumerate(entry["series"].get("phases", [])):
             shade = "#eeeeee" if index % 2 else "#dde6f0"
             axes.axvspan(phase["start_s"], phase["end_s"], color=shade, zorder=0)
-            place = axes.get_xaxis_transform()
-            axes.text(
-                phase["start_s"],
-                0.98,
-                phase["name"],
-                transform=place,
-                fontsize=6,
-                rotation=90,
-                va="top",
-            )
+            style = dict(transform=axes.get_xaxis_transform(), fontsize=6, rotation=90)
+            axes.text(phase["start_s"], 0.98, phase["name"], va="top", **style)
         axes.set_title(entry["label"].replace("`", ""), fontsize=8)
         axes.set_ylabel("GiB")
     panels[0, 0].legend(fontsize=7, loc="upper right")
@@ -394,7 +398,35 @@ def plot_timelines(document: Dict[str, Any]) -> Any:
     return figure
 
 
+def phase_table(document: Dict[str, Any], case_ids: Sequence[str]) -> Table:
+    """Each phase of the cases' compiles (``series.phases``): host and GPU at its start and the
+    host + GPU peak inside it, in W, a column pair per case, so every W of a peak is named."""
+    cases = [case(document, case_id) for case_id in case_ids]
+    header = ["phase"]
+    for entry in cases:
+        header += [f"{entry['label']}: at its start (host, GPU)", "host + GPU peak inside"]
+    rows = []
+    for index, phase in enumerate(cases[0]["series"]["phases"]):
+        row = [phase["name"]]
+        for entry in cases:
+            found = entry["series"]["phases"][index]
+            row += [f"{found['host_start_w']:.2f} W, {found['gpu_start_w']:.2f} W"]
+            row += [f"{found['sum_peak_w']:.2f} W"]
+        rows.append(row)
+    note = "In W, the model's size, above the values before the compile; a phase inside another"
+    note += " is listed after it (by start), and the offload runs twice (once with nothing to do)"
+    return Table(header, rows, [note + ".", source_note(document)])
+
+
+def _three_gib_offload(entry: Dict[str, Any]) -> bool:
+    parameters = entry["parameters"]
+    return parameters.get("model") == "mlp-3gib" and parameters.get("offload") == "on"
+
+
 PLOTS: Dict[str, Callable[[Path], Any]] = {
+    "compile-timeline": lambda r: plot_timelines(
+        result_file("compile_record", r), where=lambda c: _three_gib_offload(c) and c["headline"]
+    ),
     "offload-speed": lambda r: bar_plot(result_file("offload_headline_timing", r), "GBps"),
     "host-heap": lambda r: bar_plot(result_file("host_heap", r), "kept_after_trim", where=_every),
 }

@@ -4,7 +4,12 @@ Directives:
 
 * ``.. readme-table:: NAME``: the named table (``results.TABLES``) with its notes, as the
   README shows it (the README holds a few of them; the docs show them all);
-* ``.. supported-matrix:: docsrc/_data/supported_matrix.json``: the matrix command's table.
+* ``.. supported-matrix:: docsrc/_data/supported_matrix.json``: the matrix command's table;
+* the memory page's, from ``docsrc/_data/memory_terms.json`` (``memory_sizing.py``):
+  ``memory-terms`` (each term, its value and sources), ``memory-formulas`` (each setting's
+  peaks in W; ``:settings: fork fork-offload`` picks rows), ``memory-examples`` and
+  ``sizing-calculator`` (the form of ``_static/sizing.js``, the data file embedded in the page,
+  so that it works from ``file://``).
 
 Plots go through matplotlib's ``plot`` directive (``results.plot("NAME")``; ``conf.py`` imports
 ``results`` for it). The role ``:result:`STEM CASE MEASURE [FORMAT]``` writes one figure
@@ -15,11 +20,15 @@ dagger when that file measured another overlay than the current one.
 
 from __future__ import annotations
 
+import html
+import json
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+import memory_sizing as sizing
 import results
 from docutils import nodes
+from docutils.parsers.rst import directives
 from docutils.parsers.rst.states import Inliner
 from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
@@ -29,10 +38,11 @@ SCALES = {"GiB": 1 / results.GiB, "MiB": 1 / results.MiB, "ms": 1000.0, "%": 100
 
 
 def paragraph(text: str) -> nodes.paragraph:
-    """Markdown-like ``text`` (written once for the README): `code` as literals, links as
-    their text, since the reader is already in the docs."""
+    """Markdown-like ``text`` (written once for the README): `code` as literals, links and
+    *emphasis* as their text, since the reader is already in the docs."""
     node = nodes.paragraph()
     text = re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", text)
+    text = re.sub(r"\*([^*\s][^*]*)\*", r"\1", text)
     for index, part in enumerate(text.split("`")):
         if part:
             node += nodes.literal(text=part) if index % 2 else nodes.Text(part)
@@ -82,6 +92,64 @@ class SupportedMatrix(SphinxDirective):
         return table_nodes(results.matrix_table(path))
 
 
+class MemoryDirective(SphinxDirective):
+    """The tables and the calculator of the memory page (module docstring)."""
+
+    option_spec = {"settings": directives.unchanged}
+
+    def run(self) -> List[nodes.Node]:
+        self.env.note_dependency(str(sizing.DATA))
+        data = sizing.load()
+        for found in data["terms"]:
+            if "result" in found:
+                self.env.note_dependency(str(results.REPOSITORY / found["result"]["file"]))
+        root = "../" * self.env.docname.count("/")
+        if self.name == "memory-formulas":
+            table = sizing.formula_table(data, self.options.get("settings", "").split())
+        elif self.name == "memory-examples":
+            table = sizing.example_table(data)
+        elif self.name == "memory-terms":
+            table = self.terms(data, root)
+        else:
+            return [nodes.raw("", self.calculator(data, root), format="html")]
+        return table_nodes(table, [self.name])
+
+    @staticmethod
+    def terms(data: Dict[str, Any], root: str) -> results.Table:
+        """Every term: what it is, its value (low and high), and its sources, linked."""
+        rows: List[List[Any]] = []
+        for found in data["terms"]:
+            low, high = sizing.expression(found["low"]), sizing.expression(found["high"])
+            value = low if low == high else f"{low} to {high}"
+            what = nodes.paragraph()
+            what += nodes.strong(text=found["name"])
+            what += nodes.Text(f" ({found['memory']}): {found['what']}")
+            where = nodes.paragraph()
+            for index, source in enumerate(found["sources"]):
+                url = sizing.source_url(data, source, root)
+                where += nodes.Text("; " if index else "")
+                internal = source["kind"] == "measured"
+                text = sizing.source_text(source)
+                where += nodes.reference(text=text, refuri=url, internal=internal)
+                where += nodes.Text(f": {source['says']}" if source.get("says") else "")
+            rows.append([what, value if found.get("in_peaks", True) else "not counted", where])
+        return results.Table(["term", "size", "source"], rows)
+
+    @staticmethod
+    def calculator(data: Dict[str, Any], root: str) -> str:
+        for found in data["terms"] + data["machines"]:
+            for source in found["sources"]:
+                source["href"] = sizing.source_url(data, source, root)
+        embedded = json.dumps(data, sort_keys=True).replace("</", "<\\/")
+        return (
+            '<div id="sizing-calculator" class="sizing-calculator">'
+            "<noscript>The calculator needs JavaScript; the tables below give the same "
+            "figures.</noscript></div>\n"
+            f'<script type="application/json" id="memory-terms">{embedded}</script>\n'
+            f'<script src="{html.escape(root)}_static/sizing.js"></script>\n'
+        )
+
+
 def result_role(
     name: str,
     rawtext: str,
@@ -128,4 +196,6 @@ def setup(app: Sphinx) -> Dict[str, Any]:
     app.add_directive("readme-table", ReadmeTable)
     app.add_directive("supported-matrix", SupportedMatrix)
     app.add_role("result", result_role)
+    for name in ("memory-terms", "memory-formulas", "memory-examples", "sizing-calculator"):
+        app.add_directive(name, MemoryDirective)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -24,6 +24,13 @@ function byId(list, id) {
   return list.filter(function (item) { return item.id === id; })[0];
 }
 
+/* The terms that count on the `side` ("host" or "gpu") of a phase under a setting. */
+function present(data, setting, phase, side) {
+  return phase[side].filter(function (entry) {
+    return matches(setting, entry.when) && byId(data.terms, entry.term).in_peaks !== false;
+  }).map(function (entry) { return byId(data.terms, entry.term); });
+}
+
 /* The host, GPU and host + GPU peaks of one setting for a model of `weights` bytes on
    `machine` ({kind, gpu_bytes, host_bytes} or {kind: "shared", usable_bytes}). */
 function evaluate(data, setting, weights, machine, workspace, budget) {
@@ -31,7 +38,8 @@ function evaluate(data, setting, weights, machine, workspace, budget) {
   var pieces = data.partitioning;
   var engineWeights = weights, engines = 1, refused = "";
   if (setting.partitioning) {
-    var available = budget == null ? hostBudget(machine) : budget;
+    var host = machine.kind === "shared" ? machine.usable_bytes : machine.host_bytes;
+    var available = budget == null ? host : budget;
     var remaining = available - (setting.offload ? weights : 0);
     if (pieces.multiplier * weights >= remaining) {
       var piece = remaining / pieces.multiplier;
@@ -52,9 +60,7 @@ function evaluate(data, setting, weights, machine, workspace, budget) {
       if (!matches(setting, phase.when)) return;
       var sums = {};
       ["host", "gpu"].forEach(function (memory) {
-        sums[memory] = phase[memory].reduce(function (sum, entry) {
-          var term = byId(data.terms, entry.term);
-          if (!matches(setting, entry.when) || term.in_peaks === false) return sum;
+        sums[memory] = present(data, setting, phase, memory).reduce(function (sum, term) {
           return sum + value(term[bound], variables);
         }, 0);
       });
@@ -83,20 +89,13 @@ function evaluate(data, setting, weights, machine, workspace, budget) {
            peaks: peaks, verdict: verdict, variables: variables };
 }
 
-function hostBudget(machine) {
-  return machine.kind === "shared" ? machine.usable_bytes : machine.host_bytes;
-}
-
 function recommend(data, weights, machine, workspace, budget) {
   var results = data.recommend.map(function (id) {
     return evaluate(data, byId(data.settings, id), weights, machine, workspace, budget);
   });
-  var wanted = ["fits", "may fit"];
-  for (var i = 0; i < wanted.length; i++) {
-    for (var j = 0; j < results.length; j++) {
-      if (results[j].verdict === wanted[i]) return results[j];
-    }
-  }
+  var found = results.filter(function (r) { return r.verdict === "fits"; })[0] ||
+    results.filter(function (r) { return r.verdict === "may fit"; })[0];
+  if (found) return found;
   var memory = machine.kind === "shared" ? "shared" : "host";
   var built = results.filter(function (result) { return !result.refused; });
   return (built.length ? built : results).reduce(function (best, result) {
@@ -213,9 +212,7 @@ function build(root, data) {
     var sides = memory === "shared" ? ["host", "gpu"] : [memory];
     var items = [];
     sides.forEach(function (side) {
-      phase[side].forEach(function (entry) {
-        var term = byId(data.terms, entry.term);
-        if (!matches(setting, entry.when) || term.in_peaks === false) return;
+      present(data, setting, phase, side).forEach(function (term) {
         var low = value(term.low, result.variables), high = value(term.high, result.variables);
         if (high <= 0) return;
         var source = term.sources[0];

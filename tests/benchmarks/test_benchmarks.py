@@ -1,8 +1,8 @@
-"""The benchmarks' package: one entry point, plans as named data, one result shape.
+"""The benchmarks' package: one entry point, the plan as data, one result shape.
 
 The figures themselves come from the machines that ran them; these tests check what holds on
 any machine: the dispatcher runs each benchmark's ``run()``, measuring never imports the
-presenter, every plan's cases name a known strategy and mix, and every benchmark's result
+presenter, the offload plan names a known strategy and mix, and every benchmark's result
 file is of the shape the docs' loader checks.
 """
 
@@ -18,7 +18,7 @@ import pytest
 import results
 
 from benchmarks import __main__ as dispatcher
-from benchmarks import build_speed, harness, strategies
+from benchmarks import build_speed, harness
 from benchmarks.host_heap import run as host_heap
 from benchmarks.host_heap import steady_loop
 from benchmarks.offload import run
@@ -64,22 +64,11 @@ def test_measuring_never_imports_the_presenter() -> None:
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
 
 
-@pytest.mark.parametrize("plan", list(run.PLANS))
-def test_every_plan_names_known_strategies_and_mixes(plan: str) -> None:
-    known_mixes = {"llm", "one-large", "small", "fp32-64MiB", *run.TRANSFORMERS_MIXES}
-    for case in run.PLANS[plan]:
-        assert case.strategy in strategies.OFFLOAD_BY_NAME, f"{plan}: {case.strategy}"
-        assert case.mix in known_mixes, f"{plan}: {case.mix}"
-
-
-def test_plan_selection_keeps_the_plans_timed_runs_unless_repeats_say_otherwise() -> None:
-    chosen = ["--plan", "headline", "--sizes", "24", "--mixes", "llm"]
-    args = run.parse_args(chosen + ["--timing-out", "t.json"])
-    assert (24, "llm", "fork", True, 3) in run.selected_cases(args)
-    args = run.parse_args(chosen + ["--timing-out", "t.json", "--repeats", "1"])
-    assert (24, "llm", "fork", True, 1) in run.selected_cases(args)
-    args = run.parse_args(chosen)  # no timing file: timed runs would overwrite --out
-    assert all(timed == 0 for *_, timed in run.selected_cases(args))
+def test_the_plan_names_known_strategies_and_mixes() -> None:
+    known_mixes = {"llm", "small", *run.TRANSFORMERS_MIXES}
+    for size, mix, strategy, probed, timed in run.PLAN:
+        assert strategy in run.STRATEGIES and mix in known_mixes, (size, mix, strategy)
+        assert probed or timed, (size, mix, strategy)
 
 
 def _loaded(tmp_path: Path, document: Dict[str, Any]) -> Dict[str, Any]:
@@ -115,7 +104,7 @@ def test_an_offload_run_describes_itself(tmp_path: Path) -> None:
     ids = [case["id"] for case in document["cases"]]
     assert ids[:3] == ["3gib-llm-fork", "3gib-llm-fork-r1", "3gib-llm-upstream"]
     assert ids[3:] == ["copy-ceiling", "host-limit"]
-    fork = strategies.OFFLOAD_BY_NAME["fork"].label
+    fork = run.STRATEGIES["fork"].label
     assert {case["label"] for case in document["cases"][:2]} == {f"3 GiB llm, {fork} (`fork`)"}
     assert "speed of the move" in document["title"]
     assert document["cases"][4]["figures"]["limit_4_GBps"] == 15.0

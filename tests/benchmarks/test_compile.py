@@ -123,11 +123,8 @@ def test_marks_wrap_upstream_functions_wherever_they_were_imported(
     caller.build = build  # type: ignore[attr-defined]  # as "from .stand_in import build" binds it
     monkeypatch.setitem(sys.modules, home.__name__, home)
     monkeypatch.setitem(sys.modules, caller.__name__, caller)
-    monkeypatch.setattr(
-        case,
-        "PHASES",
-        {"build": (("torch_tensorrt.stand_in", "build"),), "absent": (("no.such", "f"),)},
-    )
+    phases = [("build", "torch_tensorrt.stand_in", "build"), ("absent", "no.such", "f")]
+    monkeypatch.setattr(case, "PHASES", phases)
     marks: List[Any] = []
     assert case.install_marks(marks) == ["build"]
     assert caller.build(1) == 2 and home.build(2) == 3  # type: ignore[attr-defined]

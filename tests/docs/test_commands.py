@@ -19,8 +19,10 @@ import pytest
 REPOSITORY = Path(__file__).resolve().parents[2]
 PAGES = ["index.rst", "benchmarks.rst", "debugging/troubleshooting.rst"]
 PAGES += ["tutorials/resource_memory/resource_management.rst"]
-SHELL = ("python", "python3", "pip", "uv", "rm", "make", "cat", "TORCHTRT_", "PIP_")
+SHELL = ("python", "python3", "pip", "uv", "rm", "make", "cat", "TORCHTRT_", "PIP_", "LD_")
 NETWORK = "downloads from PyPI or another index"
+RTX_WHEELS = "needs the wheels the two downloads above fetch"
+RTX_BASE = "torch_tensorrt_rtx-2.11.0-cp312-cp312-manylinux_2_28_x86_64.whl"
 
 # command (as written) -> why this test does not run it
 NOT_RUN: Dict[str, str] = {
@@ -29,10 +31,10 @@ NOT_RUN: Dict[str, str] = {
     "pip install dist/default/torch_tensorrt-*.whl": "installs torch and TensorRT: " + NETWORK,
     "pip install .": NETWORK,
     'pip install "git+<url of this repository>@<commit>"': "a placeholder: " + NETWORK,
-    'pip install --extra-index-url file://$PWD/DIR/simple "torch_tensorrt==2.14.0+memfix1.3"': (
+    'pip install --extra-index-url file://$PWD/DIR/simple "torch_tensorrt==2.14.0+memfix1.4"': (
         "needs a site built into DIR: " + NETWORK
     ),
-    'uv pip install --extra-index-url file://$PWD/DIR/simple "torch_tensorrt==2.14.0+memfix1.3"': (
+    'uv pip install --extra-index-url file://$PWD/DIR/simple "torch_tensorrt==2.14.0+memfix1.4"': (
         "needs a site built into DIR: " + NETWORK
     ),
     "rm -rf dist/installed && TORCHTRT_BASE_VERSION=installed pip wheel . --no-deps -w "
@@ -51,6 +53,23 @@ NOT_RUN: Dict[str, str] = {
     "cat /sys/fs/cgroup/memory.max": "reads the machine's cgroup, which may have no limit",
     "cat /sys/fs/cgroup/memory.events": "reads the machine's cgroup",
     "cat /sys/fs/cgroup/memory.peak": "reads the machine's cgroup",
+    # benchmarks.rst: the compile benchmark, fetched here and run on a GPU machine
+    "pip download --no-deps --only-binary=:all: --python-version 3.12 --platform "
+    "manylinux_2_28_x86_64 -d wheels torch-tensorrt-rtx==2.11.0 "
+    "tensorrt-rtx-cu13-bindings==1.4.0.76 tensorrt-rtx-cu13-libs==1.4.0.76 dllist": NETWORK,
+    "pip download --no-deps --no-binary=:all: -d wheels tensorrt-rtx-cu13==1.4.0.76": NETWORK,
+    "pip wheel --no-deps -w wheels wheels/tensorrt_rtx_cu13-1.4.0.76.tar.gz": RTX_WHEELS,
+    "pip install --no-index --no-deps --target trt wheels/tensorrt_rtx_cu13*.whl "
+    "wheels/dllist-*.whl": RTX_WHEELS,
+    f"pip install --no-index --no-deps --target official wheels/{RTX_BASE}": RTX_WHEELS,
+    "python tools/patched_wheel build --distribution torch-tensorrt-rtx --base-wheel "
+    f"wheels/{RTX_BASE} --out forkwheel": RTX_WHEELS,
+    "pip install --no-index --no-deps --target fork forkwheel/torch_tensorrt_rtx-*.whl": (
+        RTX_WHEELS
+    ),
+    "LD_LIBRARY_PATH=$PWD/trt/tensorrt_rtx_libs python -m benchmarks run compile --plan record "
+    "--trt trt --wheels official=official fork=fork --out "
+    "benchmarks/results/compile_record.json": "needs a GPU and TensorRT-RTX (the lines above)",
 }
 
 

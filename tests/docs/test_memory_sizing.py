@@ -65,9 +65,17 @@ def test_every_term_names_its_sources(data: Dict[str, Any]) -> None:
                 assert source["file"].startswith("torch_tensorrt/") and source["function"]
             elif source["kind"] == "measured":
                 assert (REPOSITORY / source["file"]).is_file(), source["file"]
-                assert source["label"], term["id"]
+                assert source["page"].startswith("benchmarks.html#"), term["id"]
             else:
                 assert source["kind"] == "page" and source["url"].startswith("https://")
+
+
+def test_measured_sources_link_to_their_sections(built_html: Path, data: Dict[str, Any]) -> None:
+    for term in data["terms"]:
+        for source in term["sources"]:
+            if source["kind"] == "measured":
+                page, anchor = source["page"].split("#")
+                assert f'id="{anchor}"' in (built_html / page).read_text("utf-8"), term["id"]
 
 
 def test_measured_terms_come_from_their_result_files(tmp_path: Path, data: Dict[str, Any]) -> None:

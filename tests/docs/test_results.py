@@ -126,12 +126,32 @@ def test_matrix_platforms_are_the_build_tools() -> None:
     assert results.PLATFORMS == PLATFORM_TITLES
 
 
-@pytest.mark.parametrize("name", list(results.PLOTS))
+@pytest.mark.parametrize("name", [name for name in results.PLOTS if "timeline" not in name])
 def test_every_named_plot_draws_a_bar_per_configuration(name: str) -> None:
     figure = results.plot(name)
     axes = figure.axes[0]
     labels = {entry.get_text() for entry in axes.get_yticklabels()}
     assert len(axes.patches) == len(labels) > 1
+
+
+def test_the_compile_timeline_draws_the_official_and_the_fork_wheel() -> None:
+    """The benchmarks page's timeline: the 3 GiB compile with the offload on, a panel per
+    wheel, each with host, GPU and their sum and the compile's phases shaded."""
+    figure = results.plot("compile-timeline")
+    titles = [axes.get_title() for axes in figure.axes]
+    assert titles == ["official, mlp-3gib, offload on", "fork, mlp-3gib, offload on"]
+    for axes in figure.axes:
+        assert len(axes.lines) == 3 and len(axes.patches) > 5
+
+
+def test_the_phase_table_names_the_compile_peak_in_module_creation() -> None:
+    """Every W of the compile's peak has a phase: the peak's phase is the module creation."""
+    document = results.result_file("compile_record")
+    table = results.table("compile-phases")
+    peaks = {row[0]: float(row[2].split()[0]) for row in table.rows}
+    official = results.case(document, "official-mlp-3gib-offload-on-r1")
+    assert official["peak_phase"] == "module creation"
+    assert peaks["module creation"] == pytest.approx(official["figures"]["sum_peak_w"], abs=0.01)
 
 
 def test_timelines_draw_memory_and_phases() -> None:

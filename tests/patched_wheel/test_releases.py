@@ -88,7 +88,7 @@ def test_an_overlay_only_off_main_was_never_released(released: Released, where: 
         git(repo, "commit", "-qam", "soon unreachable")
         revision = git(repo, "rev-parse", "HEAD").strip()
         git(repo, "reset", "-q", "--hard", "HEAD~1")
-    name, data = crafted(base, "memfix1.3", revision)
+    name, data = crafted(base, RELEASED, revision)
     result = judge(released, data, name)
     assert not result.verified and "is not on the main branch" in result.verdict
 
