@@ -29,6 +29,7 @@ import inspect
 import json
 import os
 import platform
+import runpy
 import sys
 import time
 import traceback
@@ -63,12 +64,12 @@ def answer_for_missing_cuda(torch: Any) -> List[str]:
 
 
 def load_overlay(path: Path) -> types.ModuleType:
-    """The overlay imported from its file under a name of its own."""
-    spec = importlib.util.spec_from_file_location("torchtrt_fork_overlay_probe", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    """The overlay run from its file (it is not a module of any package here), as a module of
+    its own: the installed definitions are compared with its."""
+    module = types.ModuleType("torchtrt_fork_overlay_probe")
+    module.__dict__.update(runpy.run_path(str(path), run_name=module.__name__))
+    module.__file__ = str(path)
+    sys.modules[module.__name__] = module  # where inspect looks for its source
     return module
 
 
