@@ -34,10 +34,6 @@ def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
         fixtures = set(getattr(item, "fixturenames", ()))
         if FETCHING_FIXTURES & fixtures:
             item.add_marker(pytest.mark.network)
-        if {"installed_releases", "patched_wheels", "index_wheels"} & fixtures:
-            # One worker builds, installs and probes them once (a session fixture per worker
-            # would do it on every worker at once).
-            item.add_marker(pytest.mark.xdist_group("installed"))
         if offline and item.get_closest_marker("pypi") is not None:
             item.add_marker(pytest.mark.skip(reason="asks the live PyPI; this run is offline"))
 
