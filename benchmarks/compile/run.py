@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -101,36 +102,26 @@ def _case_environment(wheel_dir: Path, trt_dir: Optional[Path], trim: str) -> Di
 
 def cases_of(plan: Sequence[Setting], wheels: Sequence[str], repeats: int) -> List[Dict[str, Any]]:
     """The plan's cases in run order: per repeat, per setting, every wheel (the order of the
-    wheels reversed on every other repeat); the official wheel skips ``trim=off``."""
+    wheels reversed on every other repeat); the official wheel skips ``trim=off``. A case's id
+    is its label's words joined by dashes, and the repeat."""
     cases = []
-    for repeat in range(repeats):
-        order = list(wheels) if repeat % 2 == 0 else list(reversed(wheels))
+    for repeat in range(1, repeats + 1):
         for setting in plan:
-            for wheel in order:
+            for wheel in wheels if repeat % 2 else list(reversed(wheels)):
                 if wheel == "official" and setting.trim == "off":
                     continue
-                trim = "" if setting.trim == "default" else ", trim off"
-                options = "".join(f", {key}={value}" for key, value in setting.options)
-                words = "-".join(f"{key}-{value}" for key, value in setting.options)
+                words = [wheel, setting.model, f"offload {setting.offload}"]
+                words += ["trim off"] * (setting.trim == "off")
+                words += [f"{key}={value}" for key, value in setting.options]
+                label = ", ".join(words)
+                slug = re.sub(r"[^a-z0-9]+", "-", label.lower())
+                parameters = {"wheel": wheel, **setting._asdict(), "repeat": repeat}
+                parameters["options"] = dict(setting.options)
+                headline = setting.offload == "on" and label == ", ".join(words[:3])
                 cases.append(
-                    {
-                        "id": "-".join(
-                            [wheel, setting.model, f"offload-{setting.offload}"]
-                            + [f"trim-{setting.trim}"] * (setting.trim != "default")
-                            + [words.lower().replace("_", "-")] * bool(words)
-                            + [f"r{repeat + 1}"]
-                        ),
-                        "label": f"{wheel}, {setting.model}, offload {setting.offload}{trim}{options}",
-                        "headline": setting.offload == "on"
-                        and setting.trim == "default"
-                        and not setting.options,
-                        "parameters": {
-                            "wheel": wheel,
-                            **setting._asdict(),
-                            "options": dict(setting.options),
-                            "repeat": repeat + 1,
-                        },
-                    }
+                    harness.case(
+                        f"{slug}-r{repeat}", label, {}, headline=headline, parameters=parameters
+                    )
                 )
     return cases
 
