@@ -28,13 +28,20 @@ BASE_WHEELS = REPOSITORY / ".cache" / "base-wheels"
 RELEASE = DEFAULT_RELEASE  # its patched wheel is the one installed here
 PLATFORM = "manylinux_2_28_aarch64" if platform.machine() == "aarch64" else "manylinux_2_28_x86_64"
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
-SITE_STEP = "python tools/patched_wheel site --out _site"
+SITE_STEP = "python tools/patched_wheel site --out _site --docs docs-html"
+# What the docs job hands the build job (its artifact, the same folder of this clone here).
+DOCS_STEP = "python -m sphinx -b html -W --keep-going -n -q docsrc docs-html"
 
-# Each run: step of the workflow, and what this machine adds to run it. The pip step installs
-# what tests/requirements.txt already installed here, so it runs with no index (it must find
-# everything installed and change nothing).
+# Each run: step of the workflow (the docs job's, then the build job's), and what this machine
+# adds to run it. The pip steps install what tests/requirements.txt already installed here, so
+# they run with no index (they must find everything installed and change nothing).
 RUN_STEPS: Dict[str, Dict[str, object]] = {
-    "python -m pip install 'packaging>=24' -r docsrc/requirements.txt": {
+    "python -m pip install -r docsrc/requirements.txt": {
+        "environment": {"PIP_NO_INDEX": "1"},
+        "options": [],
+    },
+    DOCS_STEP: {"environment": {}, "options": []},
+    "python -m pip install 'packaging>=24'": {
         "environment": {"PIP_NO_INDEX": "1"},
         "options": [],
     },

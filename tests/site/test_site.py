@@ -82,6 +82,27 @@ def test_a_folder_with_files_is_refused(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old.html"]
 
 
+@pytest.mark.parametrize("planted", ["nothing", "symlink"])
+def test_docs_built_elsewhere_must_be_a_folder_of_plain_files(tmp_path: Path, planted: str) -> None:
+    """``--docs DIR`` (the workflow's docs job's output) is checked before anything is built:
+    it holds the docs' index.html and no symlink (which would copy what it points to)."""
+    docs = tmp_path / "docs-html"
+    docs.mkdir()
+    if planted == "symlink":
+        (docs / "index.html").write_text("<html></html>")
+        (docs / "secret").symlink_to("/etc/hostname")
+    completed = _site_command("--out", str(tmp_path / "site"), "--docs", str(docs))
+    assert completed.returncode == 1 and len(completed.stderr.strip().splitlines()) == 1
+    assert ("holds no index.html" if planted == "nothing" else "is a symlink") in completed.stderr
+    assert not (tmp_path / "site").exists()
+
+
+def test_the_workflows_docs_job_builds_as_the_makefile_does(workflow_steps: List[str]) -> None:
+    """The docs job's Sphinx options are the site's (and so the Makefile's, test below)."""
+    (docs_step,) = [step for step in workflow_steps if step.startswith("python -m sphinx")]
+    assert all(option in docs_step.split() for option in SPHINX_OPTIONS)
+
+
 def test_a_failed_step_leaves_no_site_and_no_partial_folder(tmp_path: Path) -> None:
     completed = _site_command("--out", str(tmp_path / "site"), "--release", "1.0")
     assert completed.returncode == 1

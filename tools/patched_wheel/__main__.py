@@ -175,7 +175,7 @@ def _site(args: argparse.Namespace) -> None:
     install lines, in one static folder. Other options go to 'matrix' (python tools/patched_wheel
     matrix --help): --release, --platform and --python build a part of the matrix; the default is
     all of it."""
-    site.build_site(args.out, matrix_options=args.extras)
+    site.build_site(args.out, matrix_options=args.extras, docs=args.docs)
 
 
 def _lock(args: argparse.Namespace) -> None:
@@ -277,6 +277,9 @@ def argument_parser() -> argparse.ArgumentParser:
          help=f"the overlay (default: {_shown(config.DEFAULT_OVERLAY)})")),
         ("site", "--out", dict(type=Path, required=True,
          help="the site's folder (must not exist, or be empty)")),
+        ("site", "--docs", dict(type=Path, default=None,
+         help="the docs already built into this folder (python -m sphinx -b html docsrc DIR), "
+              "copied in instead of built here")),
     ]  # fmt: skip
     for names, flag, keywords in options:
         for name in names.split():

@@ -33,8 +33,15 @@ DOCS_IMPORTED_FOLDERS = ("py", "docsrc/_ext", "tools", "benchmarks")
 SPHINX_OPTIONS = ("-W", "--keep-going", "-n")
 
 
-def build_site(out: Path, *, matrix_options: Sequence[str] = ()) -> None:
-    """Write the site into ``out``: wheels and index, docs, landing page; all or nothing."""
+def build_site(
+    out: Path, *, matrix_options: Sequence[str] = (), docs: Optional[Path] = None
+) -> None:
+    """Write the site into ``out``: wheels and index, docs, landing page; all or nothing.
+
+    ``docs``: the docs already built (``python -m sphinx -b html docsrc DIR``), copied in
+    instead of built here, so that the docs' requirements never run in the process, or the
+    job, that builds, verifies and indexes the wheels (the pages workflow builds them in a job
+    of their own)."""
     # Check what the steps need before the minutes of building
     if out.is_symlink():
         raise PatchError(
@@ -46,7 +53,18 @@ def build_site(out: Path, *, matrix_options: Sequence[str] = ()) -> None:
             f"{str(out)!r} exists and is not an empty folder; remove it or name another "
             "(the site is written as a new folder, never over an old one)"
         )
-    if importlib.util.find_spec("sphinx") is None:
+    if docs is not None and not (docs / "index.html").is_file():
+        raise PatchError(
+            f"{str(docs)!r} holds no index.html; build the docs into it first: "
+            f"python -m sphinx -b html {' '.join(SPHINX_OPTIONS)} docsrc {docs}"
+        )
+    links = [path for path in docs.rglob("*") if path.is_symlink()] if docs is not None else []
+    if links:
+        raise PatchError(
+            f"{str(links[0])!r} is a symlink; the docs folder must hold plain files only "
+            "(build the docs into a new folder)"
+        )
+    if docs is None and importlib.util.find_spec("sphinx") is None:
         raise PatchError(
             "the docs build needs Sphinx, which this Python lacks; install what the docs need "
             f"with: {Path(sys.executable).name} -m pip install -r docsrc/requirements.txt"
@@ -65,12 +83,13 @@ def build_site(out: Path, *, matrix_options: Sequence[str] = ()) -> None:
         projects = read_projects(staging / "simple")
         if not projects:
             raise PatchError("the index holds no project; check the matrix options")
-        # The docs, as docsrc/Makefile builds them; doctrees and plots in a folder of their own
-        with tempfile.TemporaryDirectory() as scratch:
-            doctrees = str(Path(scratch) / "doctrees")
-            sphinx = [sys.executable, "-m", "sphinx", "-b", "html", *SPHINX_OPTIONS, "-q"]
-            folders = ["-d", doctrees, str(config.REPOSITORY / "docsrc"), str(staging / "docs")]
-            _run_step("the docs", sphinx + folders, environment=docs_environment())
+        # The docs, as docsrc/Makefile builds them (doctrees and plots in a folder of their
+        # own), or as they were built elsewhere
+        if docs is not None:
+            shutil.copytree(docs, staging / "docs", symlinks=False)
+        else:
+            _build_docs(staging / "docs")
+
         # The landing page, and no Jekyll on hosts that would run it (it hides _static/)
         (staging / "index.html").write_text(landing_page(projects), encoding="utf-8")
         (staging / ".nojekyll").write_bytes(b"")
@@ -84,6 +103,15 @@ def build_site(out: Path, *, matrix_options: Sequence[str] = ()) -> None:
     for name, versions in projects.items():
         logger.info("%s: %s", name, ", ".join(versions))
     logger.info("site in %s; open %s", out, (out / "index.html").resolve().as_uri())
+
+
+def _build_docs(folder: Path) -> None:
+    """Build the docs into ``folder`` as docsrc/Makefile does."""
+    with tempfile.TemporaryDirectory() as scratch:
+        doctrees = str(Path(scratch) / "doctrees")
+        sphinx = [sys.executable, "-m", "sphinx", "-b", "html", *SPHINX_OPTIONS, "-q"]
+        folders = ["-d", doctrees, str(config.REPOSITORY / "docsrc"), str(folder)]
+        _run_step("the docs", sphinx + folders, environment=docs_environment())
 
 
 def docs_environment() -> Dict[str, str]:
