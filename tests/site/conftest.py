@@ -30,7 +30,7 @@ PLATFORM = "manylinux_2_28_aarch64" if platform.machine() == "aarch64" else "man
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 SITE_STEP = "python tools/patched_wheel site --out _site --docs docs-html"
 # What the docs job hands the build job (its artifact, the same folder of this clone here).
-DOCS_STEP = "python -m sphinx -b html -W --keep-going -n -q docsrc docs-html"
+DOCS_STEP = "python -m sphinx -b html -W --keep-going -n -q -d docs-doctrees docsrc docs-html"
 
 # Each run: step of the workflow (the docs job's, then the build job's), and what this machine
 # adds to run it. The pip steps install what tests/requirements.txt already installed here, so
