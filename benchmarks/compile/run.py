@@ -177,7 +177,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
         nargs="+",
         required=True,
         metavar="NAME=DIR",
-        help="torch_tensorrt installs to compare, e.g. official=official fork=fork",
+        help="torch_tensorrt installs to compare, e.g. official=gpu/official fork=gpu/fork",
     )
     parser.add_argument("--trt", type=Path, help="the folder TensorRT-RTX is installed in")
     parser.add_argument("--models", nargs="*", choices=MODELS, help="only these of the plan")

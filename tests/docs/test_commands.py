@@ -55,20 +55,20 @@ NOT_RUN: Dict[str, str] = {
     "cat /sys/fs/cgroup/memory.peak": "reads the machine's cgroup",
     # benchmarks.rst: the compile benchmark, fetched here and run on a GPU machine
     "pip download --no-deps --only-binary=:all: --python-version 3.12 --platform "
-    "manylinux_2_28_x86_64 -d wheels torch-tensorrt-rtx==2.11.0 "
+    "manylinux_2_28_x86_64 -d gpu/wheels torch-tensorrt-rtx==2.11.0 "
     "tensorrt-rtx-cu13-bindings==1.4.0.76 tensorrt-rtx-cu13-libs==1.4.0.76 dllist": NETWORK,
-    "pip download --no-deps --no-binary=:all: -d wheels tensorrt-rtx-cu13==1.4.0.76": NETWORK,
-    "pip wheel --no-deps -w wheels wheels/tensorrt_rtx_cu13-1.4.0.76.tar.gz": RTX_WHEELS,
-    "pip install --no-index --no-deps --target trt wheels/tensorrt_rtx_cu13*.whl "
-    "wheels/dllist-*.whl": RTX_WHEELS,
-    f"pip install --no-index --no-deps --target official wheels/{RTX_BASE}": RTX_WHEELS,
+    "pip download --no-deps --no-binary=:all: -d gpu/wheels tensorrt-rtx-cu13==1.4.0.76": NETWORK,
+    "pip wheel --no-deps -w gpu/wheels gpu/wheels/tensorrt_rtx_cu13-1.4.0.76.tar.gz": RTX_WHEELS,
+    "pip install --no-index --no-deps --target gpu/trt gpu/wheels/tensorrt_rtx_cu13*.whl "
+    "gpu/wheels/dllist-*.whl": RTX_WHEELS,
+    f"pip install --no-index --no-deps --target gpu/official gpu/wheels/{RTX_BASE}": RTX_WHEELS,
     "python tools/patched_wheel build --distribution torch-tensorrt-rtx --base-wheel "
-    f"wheels/{RTX_BASE} --out forkwheel": RTX_WHEELS,
-    "pip install --no-index --no-deps --target fork forkwheel/torch_tensorrt_rtx-*.whl": (
+    f"gpu/wheels/{RTX_BASE} --out gpu/forkwheel": RTX_WHEELS,
+    "pip install --no-index --no-deps --target gpu/fork gpu/forkwheel/torch_tensorrt_rtx-*.whl": (
         RTX_WHEELS
     ),
-    "LD_LIBRARY_PATH=$PWD/trt/tensorrt_rtx_libs python -m benchmarks run compile --plan record "
-    "--trt trt --wheels official=official fork=fork --out "
+    "LD_LIBRARY_PATH=$PWD/gpu/trt/tensorrt_rtx_libs python -m benchmarks run compile --plan "
+    "record --trt gpu/trt --wheels official=gpu/official fork=gpu/fork --out "
     "benchmarks/results/compile_record.json": "needs a GPU and TensorRT-RTX (the lines above)",
 }
 
