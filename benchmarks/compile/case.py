@@ -165,7 +165,10 @@ def _compare(output: Any, reference: Any) -> Dict[str, float]:
 
 
 def run_case(
-    model: str, offload: bool, check_original: bool = False, options: Dict[str, Any] = {}
+    model: str,
+    offload: bool,
+    check_original: bool = False,
+    options: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
     """Compile ``model`` once and return the case's figures (module docstring)."""
     import torch
@@ -198,7 +201,7 @@ def run_case(
         inputs=list(inputs),
         min_block_size=1,
         offload_module_to_cpu=offload,
-        **options,
+        **(options or {}),
     )
     end = time.monotonic()
     gc.collect()
