@@ -1,8 +1,9 @@
 """The benchmarks' one harness: a result's provenance and shape, saved atomically.
 
 Every benchmark (``python -m benchmarks run NAME``) makes its document with :func:`result`
-and :func:`provenance` and writes it with :func:`save_result`; the shape is documented, and
-checked, by ``docsrc/_ext/results.py``, which the benchmarks never import. A result file is
+and :func:`provenance` and writes it with :func:`save_result`; the shape is the JSON Schema
+``docsrc/_data/result.schema.json``, checked by ``docsrc/_ext/results.py``, which the benchmarks
+never import. A result file is
 never edited after its run. :func:`run_in_fresh_process` runs one case in a process of its
 own, so that no case inherits another's allocator state. Standard library only (torch only
 where a record asks for it).

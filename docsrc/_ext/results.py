@@ -1,26 +1,14 @@
 """The result files of ``benchmarks/results``: their one shape, its loader, and their presenter.
 
-Every benchmark (``python -m benchmarks run NAME``) writes one JSON document of this shape, so
-that a reader needs nothing but the file to present it::
+Every benchmark (``python -m benchmarks run NAME``) writes one JSON document of the shape
+``docsrc/_data/result.schema.json`` describes (a JSON Schema: the benchmark, a title, the
+provenance, the measures with their labels and units, the cases with their figures), so that a
+reader needs nothing but the file to present it. :func:`load` checks a file against it and
+raises one :class:`ResultError` listing every problem, a line each.
 
-    {"benchmark": "<dispatcher name>", "title": "<one line: what the run measured>",
-     "provenance": {"overlay_sha256", "revision", "dirty", "argv", "command", "date", "host"},
-     "measures": {"<key>": {"label": "...", "unit": "...", "description": "<what and how>"}},
-     "cases": [{"id": "<unique>", "label": "<row label>", "headline": true,
-                "parameters": {...}, "figures": {"<measure key>": number or null},
-                "series": {...}}],
-     "notes": ["<sentences a reader needs>"], "settings": {...}}
-
-``series`` (per case), ``notes`` and ``settings`` (run-wide parameters) are optional; a
-measure may add ``"format"`` (a format spec such as ``".2f"``). Cases that share a label are
-repeats of one configuration: a table shows their median and range. A case whose ``series``
-holds ``timeline`` (``t_s``, ``host_bytes``, ``gpu_bytes``) and ``phases`` (``name``,
-``start_s``, ``end_s``) is drawn as memory over time (:func:`plot_timelines`).
-
-:func:`load` checks a file against the shape and raises one :class:`ResultError` listing every
-problem, a line each. The tables (:data:`TABLES`) and plots (:data:`PLOTS`) are named here, in
-Python; the README (``readme.py``) and the docs' extension (``sphinx_results.py``) draw them by
-name. Nothing here imports benchmark code: the docs read data, never the code that measured it.
+The tables (:data:`TABLES`) and plots (:data:`PLOTS`) are named here, in Python; the README's
+generated blocks and the docs' extension (``sphinx_results.py``) draw them by name. Nothing
+here imports benchmark code: the docs read data, never the code that measured it.
 """
 
 from __future__ import annotations
@@ -32,10 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+import jsonschema
+
 REPOSITORY = Path(__file__).resolve().parents[2]
 RESULTS = REPOSITORY / "benchmarks" / "results"
+SCHEMA = REPOSITORY / "docsrc" / "_data" / "result.schema.json"
 OVERLAY = REPOSITORY / "py" / "torch_tensorrt" / "dynamo" / "utils.py"
-PROVENANCE_KEYS = ("overlay_sha256", "revision", "dirty", "argv", "command", "date", "host")
 MiB = 1024**2
 GiB = 1024**3
 
@@ -47,64 +37,44 @@ class ResultError(Exception):
 # -- the shape and its loader ------------------------------------------------------------------
 
 
-def _problems(document: Any) -> List[str]:
-    """Every way ``document`` differs from the shape, one line each (all in one pass)."""
-    if not isinstance(document, dict):
-        return ["the document is not a JSON object"]
-    problems = []
-    for key, kind in (("benchmark", str), ("title", str), ("provenance", dict)):
-        if not isinstance(document.get(key), kind):
-            problems.append(f"{key!r} is missing or not a {kind.__name__}")
-    provenance = document.get("provenance")
-    if isinstance(provenance, dict):
-        missing = [key for key in PROVENANCE_KEYS if key not in provenance]
-        if missing:
-            problems.append(f"provenance lacks {', '.join(missing)}")
-    measures = document.get("measures")
-    if not isinstance(measures, dict) or not measures:
-        problems.append("'measures' is missing or empty")
-        measures = {}
-    for key, measure in measures.items():
-        if not isinstance(measure, dict) or not all(
-            isinstance(measure.get(name), str) for name in ("label", "unit", "description")
-        ):
-            problems.append(f"measure {key!r} needs a label, a unit and a description")
-    cases = document.get("cases")
-    if not isinstance(cases, list) or not cases:
-        return problems + ["'cases' is missing or empty"]
+def schema() -> Dict[str, Any]:
+    """The shape, as the JSON Schema ``docsrc/_data/result.schema.json``."""
+    found: Dict[str, Any] = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    return found
+
+
+def problems(document: Any) -> List[str]:
+    """Every way ``document`` differs from the shape, one line each, all in one pass: the
+    schema's, and what a JSON Schema cannot say (case ids unique, figures named in measures)."""
+    errors = jsonschema.Draft202012Validator(schema()).iter_errors(document)
+    found = [
+        f"{'/'.join(map(str, error.absolute_path)) or 'the document'}: {error.message}"
+        for error in sorted(errors, key=lambda error: list(map(str, error.absolute_path)))
+    ]
+    cases = document.get("cases") if isinstance(document, dict) else None
+    measures = document.get("measures") if isinstance(document, dict) else None
     seen = set()
-    for index, case in enumerate(cases):
-        name = case.get("id") if isinstance(case, dict) else None
-        where = f"case {name!r}" if isinstance(name, str) else f"case {index}"
-        if not isinstance(case, dict) or not isinstance(name, str):
-            problems.append(f"{where}: no string 'id'")
+    for index, case in enumerate(cases if isinstance(cases, list) else []):
+        if not isinstance(case, dict):
             continue
-        if name in seen:
-            problems.append(f"{where}: the id is used twice")
-        seen.add(name)
-        if not isinstance(case.get("label"), str) or not isinstance(case.get("headline"), bool):
-            problems.append(f"{where}: needs a string 'label' and a boolean 'headline'")
-        figures = case.get("figures")
-        if not isinstance(figures, dict) or not isinstance(case.get("parameters"), dict):
-            problems.append(f"{where}: needs 'parameters' and 'figures' objects")
-            continue
-        for key, value in figures.items():
-            if key not in measures:
-                problems.append(f"{where}: figure {key!r} is not in 'measures'")
-            elif value is not None and not isinstance(value, (int, float)):
-                problems.append(f"{where}: figure {key!r} is {value!r}, not a number or null")
-    return problems
+        if case.get("id") in seen:
+            found.append(f"cases/{index}/id: {case['id']!r} is used by an earlier case")
+        seen.add(case.get("id"))
+        if isinstance(measures, dict) and isinstance(case.get("figures"), dict):
+            unknown = sorted(set(case["figures"]) - set(measures))
+            found += [f"cases/{index}/figures: {key!r} is not in measures" for key in unknown]
+    return found
 
 
 def load(path: Path) -> Dict[str, Any]:
-    """The result file at ``path``, checked against the shape (module docstring)."""
+    """The result file at ``path``, checked against the shape."""
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise ResultError(f"{path}: cannot be read: {error}") from None
-    problems = _problems(document)
-    if problems:
-        lines = "\n".join(f"  {problem}" for problem in problems)
+    found = problems(document)
+    if found:
+        lines = "\n".join(f"  {problem}" for problem in found)
         raise ResultError(f"{path}: not a result file of the documented shape:\n{lines}")
     result: Dict[str, Any] = document
     return result
@@ -197,18 +167,6 @@ def _every(case: Dict[str, Any]) -> bool:
     return True
 
 
-def _groups(
-    document: Dict[str, Any], measures: Sequence[str], headline: bool, where: Callable[..., bool]
-) -> Dict[str, List[Dict[str, Any]]]:
-    """The cases by label (a configuration and its repeats) that have one of the measures."""
-    groups: Dict[str, List[Dict[str, Any]]] = {}
-    for entry in document["cases"]:
-        if (entry["headline"] or not headline) and where(entry):
-            if any(entry["figures"].get(key) is not None for key in measures):
-                groups.setdefault(entry["label"], []).append(entry)
-    return groups
-
-
 @dataclass
 class Table:
     """Header, rows and the notes printed below: what the README and the docs both show."""
@@ -237,21 +195,21 @@ def case_table(
     *,
     headline: bool = False,
     where: Callable[[Dict[str, Any]], bool] = _every,
-    notes: bool = True,
 ) -> Table:
-    """A row per configuration (cases sharing a label), a column per measure.
-
-    ``headline``: only the cases marked so (the README's); ``where``: a further choice of cases;
-    without ``notes``, the table alone (its measures' descriptions and source left out).
-    """
+    """A row per configuration (cases sharing a label: its repeats), a column per measure, of
+    the cases that have one of the measures; ``headline``: only the cases marked so (the
+    README's); ``where``: a further choice of cases."""
+    groups: Dict[str, List[Dict[str, Any]]] = {}
+    for entry in document["cases"]:
+        if (entry["headline"] or not headline) and where(entry):
+            if any(entry["figures"].get(key) is not None for key in measures):
+                groups.setdefault(entry["label"], []).append(entry)
     described = document["measures"]
     header = [""] + [described[key]["label"] for key in measures]
     rows = [
         [label] + [_cell(cases, described[key], key) for key in measures]
-        for label, cases in _groups(document, measures, headline, where).items()
+        for label, cases in groups.items()
     ]
-    if not notes:
-        return Table(header, rows)
     legend = "; ".join(f"{described[k]['label']}: {described[k]['description']}" for k in measures)
     return Table(header, rows, [legend + ".", *document.get("notes", []), source_note(document)])
 
@@ -350,23 +308,6 @@ def table(name: str, results: Path = RESULTS) -> Table:
 # -- plots -------------------------------------------------------------------------------------
 
 
-def bar_plot(document: Dict[str, Any], key: str, *, where: Callable[..., bool] = _moves) -> Any:
-    """A horizontal bar per configuration: one measure, the median of its repeats."""
-    import matplotlib.pyplot as plt
-
-    groups = _groups(document, [key], False, where)
-    labels = [label.replace("`", "") for label in groups]
-    values = [statistics.median(c["figures"][key] for c in cases) for cases in groups.values()]
-    measure = document["measures"][key]
-    scale, unit = (GiB, "GiB") if measure["unit"] == "bytes" else (1, measure["unit"])
-    figure, axes = plt.subplots(figsize=(7.5, 0.32 * len(labels) + 1.2))
-    axes.barh(labels, [value / scale for value in values], color="#4c72b0")
-    axes.invert_yaxis()
-    axes.set_xlabel(f"{measure['label']} ({unit})" if unit else measure["label"])
-    axes.set_title(document["title"], fontsize=9)
-    return figure
-
-
 def plot_timelines(document: Dict[str, Any], where: Callable[..., bool] = _every) -> Any:
     """Host, GPU and host + GPU memory over time, one panel per case that has a timeline
     (and that ``where`` takes), its phases shaded and named (``series.timeline`` and
@@ -427,8 +368,6 @@ PLOTS: Dict[str, Callable[[Path], Any]] = {
     "compile-timeline": lambda r: plot_timelines(
         result_file("compile_record", r), where=lambda c: _three_gib_offload(c) and c["headline"]
     ),
-    "offload-speed": lambda r: bar_plot(result_file("offload_headline_timing", r), "GBps"),
-    "host-heap": lambda r: bar_plot(result_file("host_heap", r), "kept_after_trim", where=_every),
 }
 
 

@@ -25,7 +25,7 @@ from benchmarks.offload import run
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 # A provenance for the tests of a result's shape (making a real one imports torch: seconds).
-RECORD = dict.fromkeys(results.PROVENANCE_KEYS, "recorded")
+RECORD = dict.fromkeys(results.schema()["properties"]["provenance"]["required"], "recorded")
 
 
 def _benchmarks(*args: str) -> "subprocess.CompletedProcess[str]":
