@@ -18,7 +18,7 @@ import json
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import jsonschema
 
@@ -154,19 +154,6 @@ def source_note(document: Dict[str, Any]) -> str:
 # -- tables ------------------------------------------------------------------------------------
 
 
-def _moves(case: Dict[str, Any]) -> bool:
-    """An offload case that moved a model (not one of the run's ceilings)."""
-    return "strategy" in case["parameters"]
-
-
-def _limits(case: Dict[str, Any]) -> bool:
-    return not _moves(case)
-
-
-def _every(case: Dict[str, Any]) -> bool:
-    return True
-
-
 @dataclass
 class Table:
     """Header, rows and the notes printed below: what the README and the docs both show."""
@@ -194,16 +181,15 @@ def case_table(
     measures: Sequence[str],
     *,
     headline: bool = False,
-    where: Callable[[Dict[str, Any]], bool] = _every,
 ) -> Table:
     """A row per configuration (cases sharing a label: its repeats), a column per measure, of
     the cases that have one of the measures; ``headline``: only the cases marked so (the
-    README's); ``where``: a further choice of cases."""
+    README's)."""
     groups: Dict[str, List[Dict[str, Any]]] = {}
     for entry in document["cases"]:
-        if (entry["headline"] or not headline) and where(entry):
-            if any(entry["figures"].get(key) is not None for key in measures):
-                groups.setdefault(entry["label"], []).append(entry)
+        has_one = any(entry["figures"].get(key) is not None for key in measures)
+        if has_one and (entry["headline"] or not headline):
+            groups.setdefault(entry["label"], []).append(entry)
     described = document["measures"]
     header = [""] + [described[key]["label"] for key in measures]
     rows = [
@@ -259,38 +245,39 @@ EVERY_HEAP = HEAP + ["thread_arena_top_bytes"]
 STEADY = ["dynamic_s", "fixed_s", "ratio"]
 
 
-# Each named table: (result file, measures, headline cases only, which cases).
+# Each named table: (result file, measures, headline cases only).
 LIMITS = ["ceiling_GBps", "bandwidth_GBps", "fault_in_GBps", "chunked_copy_fresh_GBps"]
 LIMITS += ["chunked_copy_prefaulted_GBps", "limit_4_GBps"]
 EVERY_MOVE = MEMORY + ["largest_tensor_bytes", "host_after_minus_W_MiB", "seconds"]
 BUILD = ["seconds", "ratio_to_plain_read", "target_ratio"]
 COMPILE = ["sum_peak_w", "host_peak_w", "gpu_peak_w", "sum_kept_w", "compile_s"]
 COMPILE += ["max_abs_error"]
-TABLES: Dict[str, Tuple[str, List[str], bool, Callable[[Dict[str, Any]], bool]]] = {
-    "compile": ("compile_record", COMPILE, False, _every),
-    "compile-settings": ("compile_settings", COMPILE, False, _every),
-    "offload-memory": ("offload_headline", MEMORY, True, _moves),
-    "offload-speed": ("offload_headline_timing", SPEED, False, _moves),
-    "host-heap": ("host_heap", HEAP, True, _every),
-    "build-speed": ("build_speed", BUILD, False, _every),
+TABLES: Dict[str, Tuple[str, List[str], bool]] = {
+    "compile": ("compile_record", COMPILE, False),
+    "compile-settings": ("compile_settings", COMPILE, False),
+    "offload-memory": ("offload_headline", MEMORY, True),
+    "offload-speed": ("offload_headline_timing", SPEED, False),
+    "host-heap": ("host_heap", HEAP, True),
+    "build-speed": ("build_speed", BUILD, False),
     # Only on the docs' benchmarks page:
-    "offload-memory-every-case": ("offload_headline", EVERY_MOVE, False, _moves),
-    "offload-limits": ("offload_headline_timing", LIMITS, False, _limits),
-    "offload-3gib-memory": ("offload_3gib", MEMORY + ["overshoot_over_largest_MiB"], False, _moves),
-    "offload-3gib-speed": ("offload_3gib_timing", SPEED[:2], False, _moves),
-    "host-heap-every-case": ("host_heap", EVERY_HEAP, False, _every),
-    "host-heap-trim-threshold": ("host_heap_trim_threshold", EVERY_HEAP, False, _every),
-    "host-heap-steady-loop": ("host_heap_steady_loop", STEADY, False, _every),
+    "offload-memory-every-case": ("offload_headline", EVERY_MOVE, False),
+    "offload-limits": ("offload_headline_timing", LIMITS, False),
+    "offload-3gib-memory": ("offload_3gib", MEMORY + ["overshoot_over_largest_MiB"], False),
+    "offload-3gib-speed": ("offload_3gib_timing", SPEED[:2], False),
+    "host-heap-every-case": ("host_heap", EVERY_HEAP, False),
+    "host-heap-trim-threshold": ("host_heap_trim_threshold", EVERY_HEAP, False),
+    "host-heap-steady-loop": ("host_heap_steady_loop", STEADY, False),
 }
 
 
-# The named phase tables: (result file, the cases side by side).
-PHASE_TABLES = {
-    "compile-phases": (
-        "compile_record",
-        ["official-mlp-3gib-offload-on-r1", "fork-mlp-3gib-offload-on-r1"],
-    ),
-}
+# The compile with the offload on, official wheel beside the fork's (the named phase table and
+# the named plot of the benchmarks page): (result file, the cases side by side).
+COMPILE_CASES = (
+    "compile_record",
+    ["official-mlp-3gib-offload-on-r1", "fork-mlp-3gib-offload-on-r1"],
+)
+PHASE_TABLES = {"compile-phases": COMPILE_CASES}
+PLOTS = {"compile-timeline": COMPILE_CASES}
 TABLE_NAMES = [*TABLES, *PHASE_TABLES]
 
 
@@ -301,22 +288,22 @@ def table(name: str, results: Path = RESULTS) -> Table:
         return phase_table(result_file(stem, results), ids)
     if name not in TABLES:
         raise ResultError(f"no table {name!r}; known: {', '.join(TABLE_NAMES)}")
-    stem, measures, headline, where = TABLES[name]
-    return case_table(result_file(stem, results), measures, headline=headline, where=where)
+    stem, measures, headline = TABLES[name]
+    return case_table(result_file(stem, results), measures, headline=headline)
 
 
 # -- plots -------------------------------------------------------------------------------------
 
 
-def plot_timelines(document: Dict[str, Any], where: Callable[..., bool] = _every) -> Any:
-    """Host, GPU and host + GPU memory over time, one panel per case that has a timeline
-    (and that ``where`` takes), its phases shaded and named (``series.timeline`` and
-    ``series.phases``)."""
+def plot_timelines(document: Dict[str, Any], case_ids: Sequence[str]) -> Any:
+    """Host, GPU and host + GPU memory over time, a panel per case, its phases shaded and
+    named (``series.timeline`` and ``series.phases``)."""
     import matplotlib.pyplot as plt
 
-    cases = [c for c in document["cases"] if "timeline" in c.get("series", {}) and where(c)]
-    if not cases:
-        raise ResultError(f"{document.get('_file')}: no case has series.timeline")
+    cases = [case(document, case_id) for case_id in case_ids]
+    missing = [entry["id"] for entry in cases if "timeline" not in entry.get("series", {})]
+    if missing:
+        raise ResultError(f"{document.get('_file')}: no series.timeline in {', '.join(missing)}")
     figure, panels = plt.subplots(
         len(cases), 1, figsize=(7.5, 2.4 * len(cases)), sharex=True, squeeze=False
     )
@@ -359,20 +346,9 @@ def phase_table(document: Dict[str, Any], case_ids: Sequence[str]) -> Table:
     return Table(header, rows, [note + ".", source_note(document)])
 
 
-def _three_gib_offload(entry: Dict[str, Any]) -> bool:
-    parameters = entry["parameters"]
-    return parameters.get("model") == "mlp-3gib" and parameters.get("offload") == "on"
-
-
-PLOTS: Dict[str, Callable[[Path], Any]] = {
-    "compile-timeline": lambda r: plot_timelines(
-        result_file("compile_record", r), where=lambda c: _three_gib_offload(c) and c["headline"]
-    ),
-}
-
-
 def plot(name: str, results: Path = RESULTS) -> Any:
     """Draw the named plot (in the docs, inside matplotlib's ``plot`` directive)."""
     if name not in PLOTS:
         raise ResultError(f"no plot {name!r}; known: {', '.join(PLOTS)}")
-    return PLOTS[name](results)
+    stem, case_ids = PLOTS[name]
+    return plot_timelines(result_file(stem, results), case_ids)

@@ -162,10 +162,10 @@ def test_timelines_draw_memory_and_phases() -> None:
         "timeline": {"t_s": [0, 1, 2], "host_bytes": [0, results.GiB, 0], "gpu_bytes": [0, 0, 1]},
         "phases": [{"name": "build", "start_s": 0.5, "end_s": 1.5}],
     }
-    figure = results.plot_timelines(_result([case, _case("d", "no timeline", 2.0)]))
+    figure = results.plot_timelines(_result([case, _case("d", "no timeline", 2.0)]), ["c"])
     (axes,) = figure.axes
     assert [line.get_label() for line in axes.get_lines()] == ["host", "GPU", "host + GPU"]
     assert list(axes.get_lines()[0].get_ydata()) == [0, 1, 0]
     assert [text.get_text() for text in axes.texts] == ["build"]
-    with pytest.raises(results.ResultError, match="no case has series.timeline"):
-        results.plot_timelines(_result([_case("d", "no timeline", 2.0)]))
+    with pytest.raises(results.ResultError, match="no series.timeline in d"):
+        results.plot_timelines(_result([case, _case("d", "no timeline", 2.0)]), ["c", "d"])
