@@ -50,7 +50,9 @@ PLANS: Dict[str, List[Setting]] = {
         Setting("mlp-3gib", "off", "off"),
         Setting("mlp-12gib", "on"),
     ],
-    "large": [Setting("mlp-24gib", "on"), Setting("llama-8b", "on")],
+    # one plan each: a call on the GPU machine may run 10 minutes
+    "llama-8b": [Setting("llama-8b", "on")],
+    "mlp-24gib": [Setting("mlp-24gib", "on")],
     # upstream's settings that change where the engine's bytes live, at their cost
     "settings": [
         Setting("mlp-3gib", "on", options=(("use_python_runtime", True),)),

@@ -143,4 +143,4 @@ def test_the_benchmark_is_run_through_the_dispatcher() -> None:
         env={**os.environ, "PYTHONPATH": ""},
     )
     assert helped.returncode == 0, helped.stderr
-    assert "--plan {smoke,record,large,settings}" in helped.stdout
+    assert "--plan {smoke,record,llama-8b,mlp-24gib,settings}" in helped.stdout
