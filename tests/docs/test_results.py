@@ -10,7 +10,6 @@ from typing import Any, Dict, List
 import matplotlib
 import pytest
 import results
-from patched_wheel.matrix import PLATFORM_TITLES
 
 matplotlib.use("Agg")
 
@@ -120,10 +119,6 @@ def test_every_named_table_is_drawn_from_its_file(name: str) -> None:
 def test_an_unknown_name_is_a_result_error() -> None:
     with pytest.raises(results.ResultError, match="no table 'nothing'"):
         results.table("nothing")
-
-
-def test_matrix_platforms_are_the_build_tools() -> None:
-    assert results.PLATFORMS == PLATFORM_TITLES
 
 
 @pytest.mark.parametrize("name", [name for name in results.PLOTS if "timeline" not in name])
