@@ -4,7 +4,8 @@ Run from the repository's root. ``python -m benchmarks list`` names every benchm
 ``python -m benchmarks run NAME --help`` gives its options. Each benchmark is a module with
 ``run(argv) -> int`` that writes one result file of the documented shape
 (``docsrc/_ext/results.py``) through ``benchmarks/harness.py``. Presenting the results is not
-done here: ``python docsrc/_ext/readme.py`` regenerates the README's blocks from the files.
+done here: cog (``python -m cogapp -r -I docsrc/_ext -I tools README.md``) regenerates the
+README's blocks from the files.
 """
 
 from __future__ import annotations

@@ -314,7 +314,10 @@ EXAMPLES_NOTE = (
     "Not counted: the workspace (cap it with `workspace_size` and add the cap to the GPU), "
     "and the execution context's memory, which depends on the inputs' shapes."
 )
-GENERATED = "Generated from `docsrc/_data/memory_terms.json` by `python docsrc/_ext/readme.py`."
+GENERATED = (
+    "Generated from `docsrc/_data/memory_terms.json` by cog: "
+    "`python3 -m cogapp -r -I docsrc/_ext -I tools README.md`."
+)
 
 
 def formula_table(data: Dict[str, Any], settings: Optional[Sequence[str]] = None) -> Any:

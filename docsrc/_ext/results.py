@@ -7,8 +7,8 @@ reader needs nothing but the file to present it. :func:`load` checks a file agai
 raises one :class:`ResultError` listing every problem, a line each.
 
 The tables (:data:`TABLES`) and plots (:data:`PLOTS`) are named here, in Python; the README's
-generated blocks and the docs' extension (``sphinx_results.py``) draw them by name. Nothing
-here imports benchmark code: the docs read data, never the code that measured it.
+cog blocks and the docs' extension (``sphinx_results.py``) draw them by name. Nothing here
+imports benchmark code: the docs read data, never the code that measured it.
 """
 
 from __future__ import annotations
@@ -198,32 +198,6 @@ def case_table(
     ]
     legend = "; ".join(f"{described[k]['label']}: {described[k]['description']}" for k in measures)
     return Table(header, rows, [legend + ".", *document.get("notes", []), source_note(document)])
-
-
-def matrix_table(path: Path = REPOSITORY / "docsrc" / "_data" / "supported_matrix.json") -> Table:
-    """Python versions per base release and platform, from the matrix command's data file
-    (the same table ``python tools/patched_wheel matrix --update-docs`` writes)."""
-    document = json.loads(path.read_text(encoding="utf-8"))
-    built = {wheel["platform"] for r in document["releases"] for wheel in r["wheels"]}
-    platforms = [name for name in PLATFORMS if name in built]
-    header = ["Distribution", "Base release", "Fixes", *(PLATFORMS[p] for p in platforms)]
-    rows = []
-    for release in document["releases"]:
-        cells = [release["distribution"], release["release"], ", ".join(release["fixes"]) or "-"]
-        for name in platforms:
-            found = [w["python"] for w in release["wheels"] if w["platform"] == name]
-            cells.append(", ".join(found) or "-")
-        rows.append(cells)
-    return Table(header, rows)
-
-
-# The platforms of the matrix, in its order, with their titles (tests/docs checks that these
-# are the build tool's own).
-PLATFORMS = {
-    "manylinux_2_28_x86_64": "Linux x86_64",
-    "manylinux_2_28_aarch64": "Linux aarch64",
-    "win_amd64": "Windows x86_64",
-}
 
 
 def markdown(table: Table) -> str:

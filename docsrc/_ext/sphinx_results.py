@@ -30,6 +30,7 @@ import results
 from docutils import nodes
 from docutils.parsers.rst import directives
 from docutils.parsers.rst.states import Inliner
+from patched_wheel.matrix import supported_table
 from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.docutils import SphinxDirective
@@ -82,14 +83,16 @@ class ReadmeTable(SphinxDirective):
 
 
 class SupportedMatrix(SphinxDirective):
-    """The supported releases, from the matrix command's data file."""
+    """The supported releases, from the matrix command's data file, made by the build tool's
+    own :func:`patched_wheel.matrix.supported_table` (the README's table is made by it too)."""
 
     required_arguments = 1
 
     def run(self) -> List[nodes.Node]:
         path = results.REPOSITORY / self.arguments[0]
         self.env.note_dependency(str(path))
-        return table_nodes(results.matrix_table(path))
+        document = json.loads(path.read_text(encoding="utf-8"))
+        return table_nodes(results.Table(*supported_table(document)))
 
 
 class MemoryDirective(SphinxDirective):

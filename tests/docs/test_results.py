@@ -10,7 +10,6 @@ from typing import Any, Dict, List
 import matplotlib
 import pytest
 import results
-from patched_wheel.matrix import PLATFORM_TITLES
 
 matplotlib.use("Agg")
 
@@ -130,8 +129,6 @@ def test_an_unknown_name_is_a_result_error() -> None:
         results.table("nothing")
 
 
-def test_matrix_platforms_are_the_build_tools() -> None:
-    assert results.PLATFORMS == PLATFORM_TITLES
 
 
 def test_the_compile_timeline_draws_the_official_and_the_fork_wheel() -> None:

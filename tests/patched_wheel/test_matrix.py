@@ -61,3 +61,37 @@ def test_the_install_line_names_the_projects_the_index_holds(tmp_path: Path) -> 
         if project.endswith("rtx"):
             assert line.endswith("/simple torch_tensorrt_rtx"), line
     assert line.endswith("/simple torch_tensorrt (or torch_tensorrt_rtx)"), line
+
+
+def test_the_supported_table_has_a_column_per_platform_built() -> None:
+    from patched_wheel.matrix import MatrixEntry, matrix_document, supported_table
+
+    entries = [
+        MatrixEntry("2.14.0", "win_amd64", "3.12", "a.whl", None, 0.0, fixes=("offload",)),
+        MatrixEntry("2.14.0", "manylinux_2_28_x86_64", "3.11", "b.whl", None, 0.0),
+        MatrixEntry("2.13.0", "manylinux_2_28_x86_64", "3.10", "c.whl", None, 0.0),
+    ]
+    header, rows = supported_table(matrix_document(entries))
+    assert header == ["Distribution", "Base release", "Fixes", "Linux x86_64", "Windows x86_64"]
+    assert rows == [
+        ["torch-tensorrt", "2.13.0", "-", "3.10", "-"],
+        ["torch-tensorrt", "2.14.0", "offload", "3.11", "3.12"],
+    ]
+
+
+def test_update_docs_writes_the_docs_matrix_and_leaves_the_readme(released: Released) -> None:
+    """``--update-docs`` writes ``docsrc/_data/supported_matrix.json`` only, and names the
+    command (cog's) that makes the README's table from it."""
+    from patched_wheel.matrix import README_COMMAND, supported_table
+
+    repo, base, lock, cache = released
+    (repo / "README.md").write_text("the tool never writes this\n")
+    options = ["--release", "2.99.0", "--platform", "manylinux_2_28_x86_64", "--python", "3.11"]
+    options += ["--lock", str(lock), "--cache", str(cache), "--out", str(repo.parent / "out")]
+    done = run_tool(repo, "matrix", *options, "--update-docs")
+    assert done.returncode == 0, done.stderr
+    assert (repo / "README.md").read_text() == "the tool never writes this\n"
+    document = json.loads((repo / "docsrc" / "_data" / "supported_matrix.json").read_text())
+    header, rows = supported_table(document)
+    assert header[-1] == "Linux x86_64" and [row[1::2] for row in rows] == [["2.99.0", "3.11"]]
+    assert done.stdout.splitlines()[-1].endswith(README_COMMAND)

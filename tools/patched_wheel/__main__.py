@@ -116,9 +116,9 @@ def _matrix(args: argparse.Namespace) -> None:
         print(f"no simple index: {console.escaped(str(error))}", file=sys.stderr)
     print(written)
     if args.update_docs:
-        matrix.update_docs(entries, docs_matrix=config.DOCS_MATRIX, readme=config.README)
+        matrix.update_docs(entries, docs_matrix=config.DOCS_MATRIX)
         docs_matrix = config.DOCS_MATRIX.relative_to(config.REPOSITORY)
-        print(f"updated {docs_matrix} and the table in README.md")
+        print(f"updated {docs_matrix}; refresh the README's table: {matrix.README_COMMAND}")
     failed = sum(entry.error is not None for entry in entries)
     if failed:
         raise PatchError(f"{failed} of {len(entries)} wheels failed; see the lines above")
@@ -243,7 +243,8 @@ def argument_parser() -> argparse.ArgumentParser:
         ("matrix", "--out", dict(type=Path, default=Path("dist/matrix"),
          help=f"output folder (default: {default})")),
         ("matrix", "--update-docs", dict(action="store_true", help="also rewrite "
-         f"{_shown(config.DOCS_MATRIX)} and the README's table (only when every wheel was built)")),
+         f"{_shown(config.DOCS_MATRIX)}, which the docs' and the README's tables are made from "
+         "(only when every wheel was built)")),
         ("matrix lock", "--distribution", dict(action="append", type=distribution,
          help=f"a distribution; {repeat} {', '.join(config.DISTRIBUTIONS)})")),
         ("matrix lock", "--release", dict(type=release, action="append", help=f"a base release; "

@@ -2,7 +2,9 @@
 
 Each locked file serving a request is fetched where missing (threads: the network), then
 patched with one overlay and one origin (forked processes: the splice is Python). ``update_docs``
-rewrites the docs' matrix and the README's table only when every wheel was built.
+rewrites the docs' matrix, ``docsrc/_data/supported_matrix.json``, only when every wheel was
+built; :func:`supported_table` makes the one table of it that the README (through cog) and the
+docs both show.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import PatchError, config, files, settings
 from .fetch import cached_base, usable_cache
@@ -34,9 +36,10 @@ logger = logging.getLogger(__name__)
 # and the overlay, origin and folder shared by every wheel.
 _Work = Tuple[str, settings.BaseRequest, str, Optional[Path], Optional[str], bytes, Origin, Path]
 
-START_MARKER = "<!-- supported-matrix:start -->"
-END_MARKER = "<!-- supported-matrix:end -->"
 UPDATE_DOCS_COMMAND = "python tools/patched_wheel matrix --update-docs"
+# What refreshes the README's generated blocks, this table among them, from the docs' files
+# (cog, a test requirement: the tool itself never runs it).
+README_COMMAND = "python3 -m cogapp -r -I docsrc/_ext -I tools README.md"
 PLATFORM_TITLES = {
     "manylinux_2_28_x86_64": "Linux x86_64",
     "manylinux_2_28_aarch64": "Linux aarch64",
@@ -120,8 +123,8 @@ def build_matrix(
 def _patch_one(item: _Work) -> MatrixEntry:
     """The entry of one locked base (in a worker): its patched wheel, or why there is none."""
     name, request, sha256, path, error, overlay_data, origin, out_dir = item
-    entry = MatrixEntry(request.release, str(request.platform), str(request.python), name, None,
-                        0.0, error, request.distribution)  # fmt: skip
+    where = (request.release, str(request.platform), str(request.python))
+    entry = MatrixEntry(*where, name, None, 0.0, error, request.distribution)
     if path is None:
         return entry
     start = time.perf_counter()
@@ -164,12 +167,18 @@ def matrix_document(
     releases = []
     for distribution, release, fixes, row in _rows(entries):
         wheels = [
-            {"platform": e.platform, "python": e.python, "base_wheel": e.base_wheel,
-             "patched_wheel": e.patched_wheel, **({} if e.error is None else {"error": e.error})}
+            {
+                "platform": e.platform,
+                "python": e.python,
+                "base_wheel": e.base_wheel,
+                "patched_wheel": e.patched_wheel,
+                **({} if e.error is None else {"error": e.error}),
+            }
             for e in row
-        ]  # fmt: skip
-        releases.append({"distribution": distribution, "release": release, "fixes": fixes,
-                         "wheels": wheels})  # fmt: skip
+        ]
+        releases.append(
+            {"distribution": distribution, "release": release, "fixes": fixes, "wheels": wheels}
+        )
     built = [parse_wheel_name(e.patched_wheel) for e in entries if e.patched_wheel is not None]
     labels = {split_label(name.written_version)[1] for name in built}
     return {
@@ -192,30 +201,33 @@ def summary(entries: Sequence[MatrixEntry]) -> str:
     return "\n".join(lines)
 
 
-def update_docs(entries: Sequence[MatrixEntry], *, docs_matrix: Path, readme: Path) -> None:
-    """Write the committed matrix JSON and the README's table between its markers (nothing if
-    a wheel failed or a marker is missing)."""
+def supported_table(document: Dict[str, Any]) -> Tuple[List[str], List[List[str]]]:
+    """The header and rows of the supported table, from a :func:`matrix_document`: per release
+    its fixes and the Pythons built for each platform the document holds.
+
+    The one builder of this table: the README's cog block and the docs' ``supported-matrix``
+    directive both call it on ``docsrc/_data/supported_matrix.json``.
+    """
+    built = {wheel["platform"] for r in document["releases"] for wheel in r["wheels"]}
+    platforms = [name for name in PLATFORM_TITLES if name in built]
+    header = ["Distribution", "Base release", "Fixes", *(PLATFORM_TITLES[p] for p in platforms)]
+    rows = []
+    for release in document["releases"]:
+        cells = [release["distribution"], release["release"], ", ".join(release["fixes"]) or "-"]
+        for platform in platforms:
+            pythons = [w["python"] for w in release["wheels"] if w["platform"] == platform]
+            cells.append(", ".join(pythons) or "-")
+        rows.append(cells)
+    return header, rows
+
+
+def update_docs(entries: Sequence[MatrixEntry], *, docs_matrix: Path) -> None:
+    """Write the committed matrix JSON, ``docs_matrix`` (nothing if a wheel failed). The README's
+    table is made from that file by :data:`README_COMMAND`, never here."""
     failed = [entry.base_wheel for entry in entries if entry.error is not None]
     if failed or not entries:
         raise PatchError(
             f"{len(failed)} of {len(entries)} wheels were not built, so the docs are left "
             "unchanged (a partial table is never written); fix the failures and run again"
         )
-    text = readme.read_text(encoding="utf-8")
-    start, end = text.find(START_MARKER), text.find(END_MARKER)
-    if start < 0 or end < start:
-        raise PatchError(
-            f"{readme}: no {START_MARKER} ... {END_MARKER} markers; add them where the "
-            "supported table belongs"
-        )
-    # The table: per release its fixes and the Pythons built for each platform (all were built).
-    platforms = sorted({e.platform for e in entries}, key=list(PLATFORM_TITLES).index)
-    header = ["Distribution", "Base release", "Fixes", *(PLATFORM_TITLES[p] for p in platforms)]
-    lines = [START_MARKER, "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    for distribution, release, fixes, row in _rows(entries):
-        cells = [distribution, release, ", ".join(fixes) or "-"]
-        cells += [", ".join(e.python for e in row if e.platform == p) or "-" for p in platforms]
-        lines.append("| " + " | ".join(cells) + " |")
-    block = "\n".join([*lines, END_MARKER])
     files.write_text_atomically(docs_matrix, json.dumps(matrix_document(entries), indent=2) + "\n")
-    files.write_text_atomically(readme, text[:start] + block + text[end + len(END_MARKER) :])
