@@ -4,8 +4,11 @@ Build with ``python -m sphinx -W -b html docsrc OUT`` or ``make -C docsrc html``
 to be on ``PYTHONPATH``. As Sphinx's own documentation does for local extensions, this file
 puts the folders the build imports from on ``sys.path``: ``_ext`` (the extensions and the
 presenter of the result files), ``../py`` (autodoc of the overlay) and ``../tools`` (the build
-tool's label rule). Nothing here imports ``torch_tensorrt`` (it needs TensorRT): the version
-is read from the build's sources, and autodoc imports only the overlay
+tool's label rule, and its argument parser, which sphinx-argparse's ``.. argparse::`` renders
+as the build tool's reference; the pages pass ``:nodefault:``, since each option's help states
+its default, a path relative to the repository, where sphinx-argparse's own "Default:" line would
+show this machine's absolute path). Nothing here imports ``torch_tensorrt`` (it needs TensorRT):
+the version is read from the build's sources, and autodoc imports only the overlay
 ``py/torch_tensorrt/dynamo/utils.py``, as a namespace package from ``py``. The docs read the
 result files through ``_ext/results.py``, never the benchmarks' code.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
 import re
 import shutil
 import sys
@@ -33,6 +37,11 @@ PATCHED_WHEEL = REPOSITORY / "tools" / "patched_wheel"
 for _folder in (DOCS / "_ext", REPOSITORY / "py", REPOSITORY / "tools"):
     if str(_folder) not in sys.path:
         sys.path.insert(0, str(_folder))
+
+# argparse wraps usage lines to the terminal's width less 2 (COLUMNS): the reference pages'
+# usage lines (sphinx-argparse) are 43 characters whatever the terminal of the build, what a
+# 375 px phone shows in a line at the font size fork.css gives code.
+os.environ["COLUMNS"] = "45"
 
 
 def _tool_sources() -> list[Path]:
@@ -113,7 +122,7 @@ extensions = [
     "sphinx.ext.intersphinx",
     "sphinx.ext.viewcode",
     "matplotlib.sphinxext.plot_directive",
-    "cli_reference",
+    "sphinxarg.ext",
     "sphinx_results",
 ]
 

@@ -6,6 +6,7 @@ and no page loads anything from another host.
 
 from __future__ import annotations
 
+import argparse
 import html
 import json
 import re
@@ -15,6 +16,7 @@ from typing import Dict, List, Tuple
 
 import pytest
 import results
+from patched_wheel.__main__ import argument_parser
 from patched_wheel.matrix import supported_table
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -33,6 +35,9 @@ PAGES = [
     "reference/patched_wheel_lock.html",
     "reference/patched_wheel_verify.html",
     "reference/patched_wheel_index.html",
+    "reference/patched_wheel_provenance.html",
+    "reference/patched_wheel_register_overlay.html",
+    "reference/patched_wheel_site.html",
     "genindex.html",
 ]
 
@@ -168,25 +173,6 @@ def test_api_says_what_private_helpers_are(built_html: Path) -> None:
     assert "torch_tensorrt.dynamo.utils._glibc_malloc_trim" in section
 
 
-def test_usage_lines_fit_the_page(built_html: Path) -> None:
-    """Each command's usage wraps between option groups, within 48 characters a line (a phone's
-    width at the font size fork.css gives it)."""
-    import html as html_module
-
-    for page in sorted((built_html / "reference").glob("patched_wheel_*.html")):
-        text = page.read_text(encoding="utf-8")
-        block = re.search(r'<div class="cli-usage[^>]*>.*?</pre>', text, re.S)
-        assert block is not None, f"{page.name} shows no usage"
-        usage = html_module.unescape(re.sub(r"<[^>]+>", "", block.group(0))).strip()
-        long_lines = [line for line in usage.splitlines() if len(line) > 48]
-        assert not long_lines, f"{page.name}: usage lines run off the page: {long_lines}"
-        for line in usage.splitlines():
-            opened = line.count("[") + line.count("{")
-            assert opened == line.count("]") + line.count(
-                "}"
-            ), f"{page.name}: a usage line is broken inside an option group: {line!r}"
-
-
 def test_phone_styles_break_no_word(built_html: Path) -> None:
     """fork.css never breaks a command or a name at an arbitrary letter, and never makes a
     plot wider than the page (issue 16: "offload_sha|pes.json", "upstrea|m", 150vw plots)."""
@@ -195,6 +181,8 @@ def test_phone_styles_break_no_word(built_html: Path) -> None:
     assert "vw" not in re.sub(r"/\*.*?\*/", "", css, flags=re.S)
     assert re.search(r"img\.plot-directive\s*{[^}]*max-width:\s*100%", css)
     assert re.search(r"table\.benchmark-table code[^{]*{[^}]*white-space:\s*nowrap", css)
+    # The reference pages' usage blocks (sphinx-argparse's, highlight-none) wrap, never scroll.
+    assert re.search(r"div\.highlight-none pre[^{]*{[^}]*white-space:\s*pre-wrap", css)
 
 
 def test_long_inline_code_is_marked(built_html: Path) -> None:
@@ -236,10 +224,86 @@ def test_no_printf_field_is_left_unexpanded(built_html: Path) -> None:
     assert not offending, f"pages show unexpanded %(...) fields: {offending}"
 
 
-def test_reference_pages_show_the_defaults(built_html: Path) -> None:
-    import html as html_module
+# -- the build tool's reference (sphinx-argparse), checked against the tool's own parser --------
 
-    page = (built_html / "reference" / "patched_wheel_lock.html").read_text(encoding="utf-8")
-    text = html_module.unescape(re.sub(r"<[^>]+>", "", page))
-    assert "(default: tools/patched_wheel/official_wheels.lock.json)" in text
-    assert "(default: 4)" in text
+# Characters of a usage line: what a 375 px phone shows in a line at the size fork.css gives
+# code (conf.py sets COLUMNS for it); only a first line of the command alone may be longer.
+USAGE_WIDTH = 43
+# sphinx-argparse's usage block (the reference pages set ``.. highlight:: none``).
+USAGE_BLOCK = re.compile(
+    r'<div class="highlight-none[^>]*>\s*<div class="highlight"><pre>(.*?)</pre>', re.S
+)
+
+
+def _commands() -> Dict[str, argparse.ArgumentParser]:
+    """The parser of ``python tools/patched_wheel`` (as ``""``) and of each of its commands."""
+    parser = argument_parser()
+    commands = {"": parser}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            commands.update(action.choices)
+    return commands
+
+
+def _text(fragment: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", fragment))
+
+
+def _reference_page(built_html: Path, parser: argparse.ArgumentParser) -> Tuple[str, str]:
+    """(the usage block, the page) of the reference page that shows ``parser``'s usage, the
+    words ``--help`` prints (the lines may break elsewhere)."""
+    words = parser.format_usage().split()
+    for page in sorted((built_html / "reference").glob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        for block in USAGE_BLOCK.findall(text):
+            if _text(block).split() == words:
+                return _text(block).strip(), text
+    raise AssertionError(f"no reference page shows the usage of {parser.prog!r} as --help does")
+
+
+def _help_shown(page: str) -> Dict[str, str]:
+    """Each argument a reference page lists (``--lock``, ``DIR``) and its text, in one line."""
+    items = re.findall(r"<dt><kbd>(.*?)</kbd></dt>\s*<dd>(.*?)</dd>", page, re.S)
+    return {_text(name): " ".join(_text(text).split()) for name, text in items}
+
+
+@pytest.mark.parametrize("command", [pytest.param(name, id=name or "tool") for name in _commands()])
+def test_reference_shows_every_command(built_html: Path, command: str) -> None:
+    """Every command has a reference page with its usage, as ``--help`` prints it, and wrapped
+    to a phone's line between option groups; the tool's own page lists every command."""
+    parser = _commands()[command]
+    usage, page = _reference_page(built_html, parser)
+    for line in usage.splitlines():
+        fits = len(line) <= USAGE_WIDTH or line == f"usage: {parser.prog}"
+        assert fits, f"{parser.prog}: a usage line runs off a phone: {line!r}"
+        opened = line.count("[") + line.count("{")
+        assert opened == line.count("]") + line.count("}"), f"{parser.prog}: broken group {line!r}"
+    if not command:
+        choices = _help_shown(page)["COMMAND"]
+        assert set(_commands()) - {""} <= set(re.findall(r"[\w-]+", choices)), choices
+
+
+@pytest.mark.parametrize("command", [pytest.param(name, id=name or "tool") for name in _commands()])
+def test_reference_shows_every_option_as_help_does(built_html: Path, command: str) -> None:
+    """Each argument of a command is on its page with its help text as ``--help`` prints it:
+    ``%(default)s`` expanded, and repository paths relative, as the tool's help gives them."""
+    parser = _commands()[command]
+    shown = _help_shown(_reference_page(built_html, parser)[1])
+    printed = " ".join(parser.format_help().split())
+    for action in parser._actions:
+        if isinstance(action, argparse._HelpAction):
+            continue
+        name = ", ".join(action.option_strings) or action.metavar or action.dest
+        assert name in shown, f"{command}: the reference lists no {name}"
+        if action.help is not None:
+            assert shown[name] and shown[name] in printed, (command, name, shown[name])
+
+
+@pytest.mark.parametrize("command", [pytest.param(name, id=name or "tool") for name in _commands()])
+def test_every_default_is_in_its_help(command: str) -> None:
+    """The reference pages leave out sphinx-argparse's own "Default:" line (``:nodefault:``),
+    which would show a path default as this machine's absolute path: so every option with a
+    default says it in its help, relative to the repository where it is a path there."""
+    for action in _commands()[command]._actions:
+        if action.default not in (None, False, argparse.SUPPRESS):
+            assert "default" in (action.help or ""), f"{command} {action.option_strings}"

@@ -209,7 +209,7 @@ def argument_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action=_VersionAction, nargs=0,
                         help="print the label a build here gives and the default base release")  # fmt: skip
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     sub = {}
     for name, (doc, run) in COMMANDS.items():
         sub[name] = commands.add_parser(
