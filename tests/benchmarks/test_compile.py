@@ -72,10 +72,14 @@ def test_no_sample_inside_the_compile_is_an_error() -> None:
 
 
 def test_the_sampler_sees_another_process_grow(tmp_path: Path) -> None:
-    grower = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(0.4); b = bytearray(300 << 20); "
-         "b[::4096] = b'x' * len(b[::4096]); time.sleep(0.6)"]  # fmt: skip
-    )
+    grows = """
+import time
+time.sleep(0.4)
+b = bytearray(300 << 20)
+b[::4096] = b'x' * len(b[::4096])
+time.sleep(0.6)
+"""
+    grower = subprocess.Popen([sys.executable, "-c", grows])
     out = tmp_path / "samples.txt"
     watcher = subprocess.Popen(
         [sys.executable, "-m", "benchmarks.compile.sampler", str(grower.pid), "0.01", str(out)],

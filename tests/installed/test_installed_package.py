@@ -1,7 +1,7 @@
 """The patched wheel, installed: upstream's package imports it and calls the fork's functions.
 
-Each supported release in :data:`installed_helpers.INSTALLED_RELEASES` (the oldest, one in the
-middle, the newest) is built for the running Python and platform, installed with
+Each supported release in :data:`installed_helpers.INSTALLED_RELEASES` (two where input-copy
+applies, and the default) is built for the running Python and platform, installed with
 ``pip install --no-deps --target``, and imported in a subprocess of its own by ``probe.py``,
 with the stand-in ``tensorrt`` on ``sys.path`` and upstream's C++ libraries removed.
 """

@@ -130,6 +130,26 @@ def run_tool(repo: Path, *args: str, **environ: str) -> subprocess.CompletedProc
     return subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, check=False)
 
 
+def refusal(done: subprocess.CompletedProcess[str], *named: str) -> str:
+    """The refusal of a command that ``done`` ran, checked as the tool promises one: exit status
+    1, no traceback, and stderr's last line its one ``error:`` line, naming each of ``named``
+    (what the test gave the tool); that line."""
+    lines = done.stderr.splitlines()
+    errors = [line for line in lines if line.startswith("error:")]
+    assert done.returncode == 1 and errors == lines[-1:], done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    return names(errors[0], *named)
+
+
+def names(message: object, *named: str) -> str:
+    """``message`` (a refusal's text, or an exception's), checked to be one line that names each
+    of ``named``; the text."""
+    text = str(message)
+    unnamed = [thing for thing in named if thing not in text]
+    assert "\n" not in text and not unnamed, f"{text!r} does not name {unnamed}"
+    return text
+
+
 # What a release build of the overlay at a made-up revision and tool would record.
 ORIGIN = Origin("memfix1.2", SourceRevision("0" * 40, False), "1" * 64)
 # (release repo, synthetic base, its lock file, the cache holding it): the ``released`` fixture.

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import re
 import sys
+from typing import Dict
 
 import pytest
+from helpers import names
 from patched_wheel import PatchError
 from patched_wheel.config import DEFAULT_RELEASE, FIX_NAMES
 from patched_wheel.patch import FIXES
 from patched_wheel.settings import canonical_distribution, choice_from_environment
 
 
-def test_the_fix_names_are_the_fix_table() -> None:
+def test_the_fix_table_follows_the_order_of_the_fix_names() -> None:
     assert tuple(fix.name for fix in FIXES) == FIX_NAMES
 
 
@@ -20,23 +21,28 @@ def test_the_distribution_is_chosen_by_its_variable() -> None:
     choice = choice_from_environment({"TORCHTRT_BASE_DISTRIBUTION": "torch-tensorrt-rtx"})
     assert choice.request.distribution == "torch-tensorrt-rtx"
     assert canonical_distribution("torch_tensorrt_rtx") == "torch-tensorrt-rtx"
-    with pytest.raises(PatchError, match="TORCHTRT_BASE_DISTRIBUTION='tensorrt-rtx' is not one"):
+    with pytest.raises(PatchError) as refused:
         choice_from_environment({"TORCHTRT_BASE_DISTRIBUTION": "tensorrt-rtx"})
+    names(refused.value, "TORCHTRT_BASE_DISTRIBUTION", "'tensorrt-rtx'")
+
+
+POSIX_ONLY = pytest.mark.skipif(
+    sys.platform == "win32", reason="Windows environment names are case-insensitive"
+)
 
 
 @pytest.mark.parametrize(
-    "environ, fragment",
+    "variable",
     [
-        pytest.param({"TORCHTRT_BASE_RELEASE": "2.13.0"}, "did you mean TORCHTRT_BASE_VERSION (the CLI's --release)", id="alias"),
-        pytest.param({"TORCHTRT_BSAE_VERSION": "2.13.0"}, "did you mean TORCHTRT_BASE_VERSION?", id="near-miss"),
-        pytest.param({"torchtrt_base_version": "2.13.0"}, "torchtrt_base_version is not read: environment variables are case-sensitive; did you mean TORCHTRT_BASE_VERSION?", id="lower-case", marks=pytest.mark.skipif(sys.platform == "win32", reason="Windows environment names are case-insensitive")),
+        pytest.param("TORCHTRT_BASE_RELEASE", id="alias"),
+        pytest.param("TORCHTRT_BSAE_VERSION", id="near-miss"),
+        pytest.param("torchtrt_base_version", id="lower-case", marks=POSIX_ONLY),
     ],
-)  # fmt: skip
-def test_a_variable_the_build_does_not_read_is_refused(environ: dict, fragment: str) -> None:
-    with pytest.raises(PatchError, match=re.escape(fragment)):
+)
+def test_a_variable_the_build_does_not_read_is_refused_with_the_one_it_reads(
+    variable: str,
+) -> None:
+    environ: Dict[str, str] = {variable: DEFAULT_RELEASE}
+    with pytest.raises(PatchError) as refused:
         choice_from_environment(environ)
-
-
-def test_a_misspelt_variable_is_refused() -> None:
-    with pytest.raises(PatchError, match="did you mean TORCHTRT_BASE_VERSION"):
-        choice_from_environment({"TORCHTRT_BSAE_VERSION": DEFAULT_RELEASE})
+    names(refused.value, variable, "TORCHTRT_BASE_VERSION")

@@ -25,13 +25,15 @@ from helpers import (
     git,
     judge,
     make_wheel,
+    names,
+    refusal,
     run_tool,
     verify,
     write_lock,
 )
-from patched_wheel.config import DEFAULT_RELEASE, OVERLAY_PATH, REPOSITORY, TARGET
+from patched_wheel.config import DEFAULT_RELEASE, LOCK_FILE, OVERLAY_PATH, REPOSITORY, TARGET
 from patched_wheel.provenance import tool_sha256
-from patched_wheel.verify import differences
+from patched_wheel.verify import differences, read_provenance
 
 
 def test_a_release_verifies_and_from_a_later_revision(released: Released) -> None:
@@ -39,14 +41,13 @@ def test_a_release_verifies_and_from_a_later_revision(released: Released) -> Non
     wheel = build(repo, base, lock)
     assert "+memfix1." in wheel.name and ".dev" not in wheel.name
     status, report = verify(repo, wheel, lock, cache)
-    assert status == 0 and "rebuilt here" in report and report.endswith("(rebuilt byte for byte)\n")
+    assert status == 0 and "rebuilt here" in report, report
     # A later revision changes the tool: the wheel's own revision rebuilds it from history.
     with (repo / "tools/patched_wheel/index.py").open("a") as stream:
         stream.write("# a later change of the tool\n")
     git(repo, "commit", "-qam", "later")
     status, report = verify(repo, wheel, lock, cache)
-    assert status == 0, report
-    assert "own tool, from git history" in report
+    assert status == 0 and "from git history" in report, report
 
 
 def rezipped(data: bytes, mode_of: str = "", mode: int = 0) -> bytes:
@@ -69,7 +70,9 @@ def test_a_rezipped_wheel_is_same_files_different_bytes(released: Released) -> N
     wheel = build(repo, base, lock)
     result = judge(released, rezipped(wheel.read_bytes()), wheel.name)
     assert not result.verified
-    assert any("same files, different bytes" in line for line in result.lines)
+    with zipfile.ZipFile(wheel) as archive:  # none of its members differs: none is named
+        members = archive.namelist()
+    assert [line for line in result.lines for name in members if name in line] == []
 
 
 @pytest.mark.parametrize("member, mode", [("torch_tensorrt/bin/torchtrtc", 0o644), (TARGET, 0o777)])
@@ -99,7 +102,7 @@ def test_a_crafted_large_metadata_is_reported_in_linear_time(released: Released)
     start = time.perf_counter()
     lines = differences(out.getvalue(), data)
     assert time.perf_counter() - start < 2 and len(lines) < 200
-    assert any("METADATA: contents differ" in line for line in lines)
+    assert any(line.startswith(f"  {metadata}: ") for line in lines)
 
 
 def test_names_in_the_report_are_escaped_and_cut() -> None:
@@ -119,10 +122,10 @@ def test_a_base_the_lock_does_not_know_is_compared_only_when_asked_and_not_calle
     wheel = build(repo, base, lock)
     other = write_lock(tmp_path / "other.json", make_wheel(tmp_path / "x", version="2.98.0"))
     status, report = verify(repo, wheel, other, cache)
-    assert status == 1 and "is not in the lock" in report
+    assert status == 1
+    names(report.splitlines()[-1], base.name, "--unlocked")
     status, report = verify(repo, wheel, other, cache, "--unlocked")
     assert status == 0 and "the official" not in report and "(official" not in report, report
-    assert "not in the lock of official wheels" in report
 
 
 def test_the_verdict_is_of_the_bytes_read_once(released: Released, tmp_path: Path) -> None:
@@ -142,7 +145,7 @@ def test_index_refuses_a_symlinked_simple_folder(released: Released, tmp_path: P
     outside.mkdir()
     (wheel.parent / "simple").symlink_to(outside)
     done = run_tool(repo, "index", str(wheel.parent), "--lock", str(lock), "--cache", str(cache))
-    assert done.returncode == 1 and "is a symlink" in done.stderr
+    refusal(done, repr(str(wheel.parent / "simple")))
     assert list(outside.iterdir()) == []
 
 
@@ -154,7 +157,7 @@ def test_index_writes_nothing_when_a_page_is_a_folder(released: Released) -> Non
     (simple / "torch-tensorrt").mkdir()
     (simple / "torch-tensorrt/index.html").write_text("old")
     done = run_tool(repo, "index", str(wheel.parent), "--lock", str(lock), "--cache", str(cache))
-    assert done.returncode == 1 and "not a file" in done.stderr and "Traceback" not in done.stderr
+    refusal(done, repr(str(simple / "index.html")))
     assert (simple / "torch-tensorrt/index.html").read_text() == "old"
 
 
@@ -179,7 +182,7 @@ def test_index_lists_no_development_build(released: Released) -> None:
     (repo / OVERLAY_PATH).write_bytes((repo / OVERLAY_PATH).read_bytes() + b"\n# edited\n")
     wheel = build(repo, base, lock)
     done = run_tool(repo, "index", str(wheel.parent), "--lock", str(lock), "--cache", str(cache))
-    assert done.returncode == 1 and "a development build" in done.stderr
+    refusal(done, wheel.name)
     assert not (wheel.parent / "simple").exists()
 
 
@@ -201,8 +204,9 @@ def test_an_edited_sdist_builds_a_development_wheel(released: Released, tmp_path
         "TORCHTRT_BASE_VERSION": DEFAULT_RELEASE,
         "PATH": "/usr/bin:/bin",
     }
-    name = subprocess.run([sys.executable, "-c", script], cwd=repo, env=env, check=True,
-                          capture_output=True, text=True).stdout.strip()  # fmt: skip
+    command = [sys.executable, "-c", script]
+    made = subprocess.run(command, cwd=repo, env=env, check=True, capture_output=True, text=True)
+    name = made.stdout.strip()
     with tarfile.open(tmp_path / name) as archive:
         archive.extractall(tmp_path / "sdist")
     tree = tmp_path / "sdist" / name[: -len(".tar.gz")]
@@ -211,7 +215,7 @@ def test_an_edited_sdist_builds_a_development_wheel(released: Released, tmp_path
     overlay.write_bytes(overlay.read_bytes() + b"\n# edited in the sdist\n")
     edited = build(tree, base, lock)
     assert ".dev" not in clean.name and ".dev" in edited.name, (clean.name, edited.name)
-    assert "overlay and tool: yes" in run_tool(tree, "provenance", str(edited)).stdout
+    assert read_provenance(edited.read_bytes(), edited.name).dirty is True
 
 
 OLD_WRITER = "19c9aaafa64772ae308d4d436259d47b47426870"  # main before verify by rebuilding
@@ -230,8 +234,8 @@ def test_a_release_of_the_old_writer_verifies_by_its_own_tool(
     if OLD_WRITER not in main_history(REPOSITORY):
         pytest.skip("this clone's main branch does not hold the old writer's commit")
     tree = tmp_path / "tree"
-    archive = subprocess.run(["git", "-C", str(REPOSITORY), "archive", OLD_WRITER],
-                             check=True, capture_output=True).stdout  # fmt: skip
+    command = ["git", "-C", str(REPOSITORY), "archive", OLD_WRITER]
+    archive = subprocess.run(command, check=True, capture_output=True).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(tree, filter="data")
     (tree / ".source-revision.json").write_text(
@@ -239,23 +243,22 @@ def test_a_release_of_the_old_writer_verifies_by_its_own_tool(
     )
     # A release is dated by the commit that released it (the old writer took SOURCE_DATE_EPOCH).
     date = git(REPOSITORY, "show", "-s", "--format=%ct", OLD_WRITER).strip()
-    lock = REPOSITORY / "tools/patched_wheel/official_wheels.lock.json"
+    base = base_wheels[DEFAULT_RELEASE]
     out = tmp_path / "dist"
     done = run_tool(
         tree,
         "build",
         "--base-wheel",
-        str(base_wheels[DEFAULT_RELEASE]),
+        str(base),
         "--lock",
-        str(lock),
+        str(LOCK_FILE),
         "--out",
         str(out),
         SOURCE_DATE_EPOCH=date,
     )
     wheel = Path(done.stdout.strip())
-    status, report = verify(REPOSITORY, wheel, REPOSITORY / "tools/patched_wheel/official_wheels.lock.json",
-                            base_wheels[DEFAULT_RELEASE].parent)  # fmt: skip
-    assert status == 0 and "own tool, from git history" in report, report
+    status, report = verify(REPOSITORY, wheel, LOCK_FILE, base.parent)
+    assert status == 0 and "from git history" in report, report
 
 
 # --- One file per release (issue 35) ------------------------------------------------------------
@@ -276,8 +279,10 @@ def test_a_release_ignores_source_date_epoch(released: Released) -> None:
         str(out),
         SOURCE_DATE_EPOCH="1700000000",
     )
-    assert done.returncode == 0 and "is not used" in done.stderr
+    assert done.returncode == 0, done.stderr
     assert Path(done.stdout.strip()).read_bytes() == plain
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("warning: ")]
+    names(" ".join(warnings), "SOURCE_DATE_EPOCH=1700000000")  # said, not silently dropped
 
 
 def test_a_record_pairing_a_revision_with_another_tool_is_refused(released: Released) -> None:
@@ -290,7 +295,8 @@ def test_a_record_pairing_a_revision_with_another_tool_is_refused(released: Rele
     later = git(repo, "rev-parse", "HEAD").strip()
     name, data = crafted(base, RELEASED, later, tool_sha256())
     result = judge(released, data, name)
-    assert not result.verified and "not revision" in result.verdict
+    assert not result.verified
+    names(result.verdict, later, "build tool")
 
 
 # --- What git says is the clone's own (issue 35) ------------------------------------------------
@@ -317,8 +323,7 @@ def test_another_pythons_or_platforms_wheel_verifies_with_an_empty_cache(
 
     repo, _, _, _ = released
     base = fetch(DEFAULT_RELEASE, python, platform)
-    lock = REPOSITORY / "tools/patched_wheel/official_wheels.lock.json"
-    wheel = build(repo, base, lock)
-    status, report = verify(repo, wheel, lock, tmp_path / "empty")
+    wheel = build(repo, base, LOCK_FILE)
+    status, report = verify(repo, wheel, LOCK_FILE, tmp_path / "empty")
     assert status == 0, report
     assert (tmp_path / "empty" / base.name).read_bytes() == base.read_bytes()

@@ -56,8 +56,8 @@ class _VersionAction(argparse.Action):
     def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
         with console.one_line_errors():
             label, sha256 = patch.current_label(), patch.read_overlay()[0].sha256
-        print(f"patched_wheel {label} (overlay sha256 {sha256[:8]}), default base release "
-              f"{config.DEFAULT_RELEASE}")  # fmt: skip
+        overlay = f"overlay sha256 {sha256[:8]}"
+        print(f"patched_wheel {label} ({overlay}), default base release {config.DEFAULT_RELEASE}")
         parser.exit()
 
 
@@ -92,9 +92,14 @@ def _listing_check(args: argparse.Namespace) -> Callable[[bytes, str], Optional[
 def _matrix(args: argparse.Namespace) -> None:
     files.output_folder(args.out)
     requests = matrix.requests_for(args.release, args.platform, args.python, args.distribution)
-    entries = matrix.build_matrix(requests, out_dir=args.out, cache_dir=args.cache,
-                                  lock=lock.load_lock(args.lock), overlay_path=args.overlay,
-                                  jobs=args.jobs)  # fmt: skip
+    entries = matrix.build_matrix(
+        requests,
+        out_dir=args.out,
+        cache_dir=args.cache,
+        lock=lock.load_lock(args.lock),
+        overlay_path=args.overlay,
+        jobs=args.jobs,
+    )
     if not entries:
         raise PatchError(
             "the lock has none of the requested wheels; check --release, --platform and --python"
@@ -103,7 +108,8 @@ def _matrix(args: argparse.Namespace) -> None:
     text = json.dumps(document, indent=2) + "\n"
     files.write_text_atomically(args.out / "supported_matrix.json", text)
     print(matrix.summary(entries))
-    label, built = document["local_label"], sum(bool(entry.patched_wheel) for entry in entries)
+    label = document["local_label"]
+    built = sum(bool(entry.patched_wheel) for entry in entries)
     written = f"{built} wheels and supported_matrix.json in {args.out}"
     try:  # the simple index, of a released overlay's wheels only
         if isinstance(label, str) and releases.label_parts(label)[1] is not None:
@@ -164,9 +170,11 @@ def _provenance(args: argparse.Namespace) -> None:
 
 
 def _register_overlay(args: argparse.Namespace) -> None:
-    sha256 = patch.read_overlay(args.overlay)[0].sha256  # one the build can splice, or refused
+    # Only an overlay the build can splice is registered.
+    sha256 = patch.read_overlay(args.overlay)[0].sha256
     number, added = releases.register_overlay(sha256, args.registry)
-    state, label = "registered" if added else "already registered", releases.release_label(number)
+    state = "registered" if added else "already registered"
+    label = releases.release_label(number)
     print(f"{args.overlay}: sha256 {sha256} {state} as overlay {number}: +{label}")
 
 
@@ -207,8 +215,8 @@ def argument_parser() -> argparse.ArgumentParser:
         description="Build patched torch_tensorrt wheels from the official releases.",
         formatter_class=_HelpFormatter,
     )
-    parser.add_argument("--version", action=_VersionAction, nargs=0,
-                        help="print the label a build here gives and the default base release")  # fmt: skip
+    version_help = "print the label a build here gives and the default base release"
+    parser.add_argument("--version", action=_VersionAction, nargs=0, help=version_help)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     sub = {}
     for name, (doc, run) in COMMANDS.items():
@@ -220,71 +228,91 @@ def argument_parser() -> argparse.ArgumentParser:
     python, distribution = settings.canonical_python, settings.canonical_distribution
     serving = settings.platforms_serving(None)  # the running platform's tags, a generic one first
     here = next((tag for tag in serving if not tag.startswith("linux_")), serving[0])
+    running = f"{sys.version_info[0]}.{sys.version_info[1]}"
     unchecked = "; its bytes are then checked by nothing but its own RECORD"
-    repeat, default = "repeat for more (default:", "%(default)s"
-    # (the commands, the option's names, its settings), in the order the help lists them.
-    options: List[Tuple[str, str, Dict[str, Any]]] = [
-        ("build", "--release", dict(type=settings.release_or_installed,
-         help=f"base release to fetch, or '{config.INSTALLED}' for the release, platform and "
-         "Python of the installed torch_tensorrt (default: TORCHTRT_BASE_VERSION, else "
-         f"{config.DEFAULT_RELEASE}, the newest supported)")),
-        ("build", "--platform", dict(type=platform, help="platform tag, e.g. "
-         f"manylinux_2_28_aarch64 (default: this machine's, {here} here)")),
-        ("build", "--python", dict(type=python, help="Python version, e.g. 3.12 (default: the "
-         f"running Python, {sys.version_info[0]}.{sys.version_info[1]} here)")),
-        ("build", "--distribution", dict(type=distribution,
-         help="the official distribution to patch (default: TORCHTRT_BASE_DISTRIBUTION, else "
-         f"{config.DISTRIBUTIONS[0]})")),
-        ("build", "--base-wheel", dict(type=Path, help="an official wheel file (offline)")),
-        ("build", "--unlocked", dict(action="store_true", help="build a base the lock of "
-         f"official wheels does not know (with a warning) instead of refusing it{unchecked}")),
-        ("build", "--out", dict(type=Path, default=Path("dist"),
-         help=f"output folder (default: {default})")),
-        ("matrix", "--out", dict(type=Path, default=Path("dist/matrix"),
-         help=f"output folder (default: {default})")),
-        ("matrix", "--update-docs", dict(action="store_true", help="also rewrite "
-         f"{_shown(config.DOCS_MATRIX)}, which the docs' and the README's tables are made from "
-         "(only when every wheel was built)")),
-        ("matrix lock", "--distribution", dict(action="append", type=distribution,
-         help=f"a distribution; {repeat} {', '.join(config.DISTRIBUTIONS)})")),
-        ("matrix lock", "--release", dict(type=release, action="append", help=f"a base release; "
-         f"{repeat} each distribution's supported ones)")),
-        ("matrix lock", "--platform", dict(type=platform, action="append",
-         help=f"a platform tag; {repeat} {', '.join(config.PLATFORMS)})")),
-        ("matrix lock", "--python", dict(type=python, action="append",
-         help=f"a Python version; {repeat} {', '.join(config.PYTHONS)})")),
-        ("matrix lock", "--jobs", dict(type=int, default=4,
-         help=f"parallel downloads (default: {default})")),
-        ("index", "dir", dict(metavar="DIR", type=Path, help="folder of wheels (writes DIR/simple)")),
-        ("verify", "patched_wheel", dict(metavar="PATCHED_WHEEL", type=Path, help="the wheel")),
-        ("verify", "--base-wheel", dict(type=Path,
-         help="the official wheel file (default: fetch it)")),
-        ("verify", "--unlocked", dict(action="store_true",
-         help=f"compare against an official wheel the lock does not know{unchecked}")),
-        ("verify", "--full-diff", dict(action="store_true", help="print every difference (by "
-         f"default the first {verify.SHOWN_DIFFERENCES} lines)")),
-        ("index verify", "--overlay", dict(type=Path, help="check that the wheel's record names "
-         "this overlay (default: the overlay of the record's revision, from git history)")),
-        ("provenance", "wheel", dict(metavar="PATCHED_WHEEL", type=Path, help="the wheel")),
-        ("register-overlay", "--overlay", dict(type=Path, default=config.DEFAULT_OVERLAY,
-         help=f"the overlay (default: {_shown(config.DEFAULT_OVERLAY)})")),
-        ("register-overlay", "--registry", dict(type=Path, default=config.OVERLAY_RELEASES_FILE,
-         help=f"the registry file (default: {_shown(config.OVERLAY_RELEASES_FILE)})")),
-        ("build matrix lock verify index", "--lock", dict(type=Path, default=config.LOCK_FILE,
-         help=f"the lock file (default: {_shown(config.LOCK_FILE)})")),
-        ("build matrix verify index", "--cache", dict(type=Path, default=config.DEFAULT_CACHE_DIR,
-         help=f"folder of downloaded official wheels (default: {_shown(config.DEFAULT_CACHE_DIR)})")),
-        ("build matrix", "--overlay", dict(type=Path, default=config.DEFAULT_OVERLAY,
-         help=f"the overlay (default: {_shown(config.DEFAULT_OVERLAY)})")),
-        ("site", "--out", dict(type=Path, required=True,
-         help="the site's folder (must not exist, or be empty)")),
-        ("site", "--docs", dict(type=Path, default=None,
-         help="the docs already built into this folder (python -m sphinx -b html docsrc DIR), "
-              "copied in instead of built here")),
-    ]  # fmt: skip
-    for names, flag, keywords in options:
+
+    def add(names: str, flag: str, text: str, **keywords: Any) -> None:
+        """The option ``flag`` of each command in ``names``, with the help ``text``; the help
+        lists the options in the order they are added."""
         for name in names.split():
-            sub[name].add_argument(flag, **keywords)
+            sub[name].add_argument(flag, help=text, **keywords)
+
+    # build: which base, and where from.
+    release_help = (
+        f"base release to fetch, or '{config.INSTALLED}' for the release, platform and Python of "
+        "the installed torch_tensorrt (default: TORCHTRT_BASE_VERSION, else "
+        f"{config.DEFAULT_RELEASE}, the newest supported)"
+    )
+    add("build", "--release", release_help, type=settings.release_or_installed)
+    platform_help = (
+        f"platform tag, e.g. manylinux_2_28_aarch64 (default: this machine's, {here} here)"
+    )
+    add("build", "--platform", platform_help, type=platform)
+    python_help = f"Python version, e.g. 3.12 (default: the running Python, {running} here)"
+    add("build", "--python", python_help, type=python)
+    distribution_help = (
+        "the official distribution to patch (default: TORCHTRT_BASE_DISTRIBUTION, else "
+        f"{config.DISTRIBUTIONS[0]})"
+    )
+    add("build", "--distribution", distribution_help, type=distribution)
+    add("build", "--base-wheel", "an official wheel file (offline)", type=Path)
+    unlocked_help = "build a base the lock of official wheels does not know (with a warning)"
+    unlocked_help += f" instead of refusing it{unchecked}"
+    add("build", "--unlocked", unlocked_help, action="store_true")
+    add("build", "--out", "output folder (default: %(default)s)", type=Path, default=Path("dist"))
+
+    # matrix and lock: the output, and each option repeated for more (default: all supported).
+    out = Path("dist/matrix")
+    add("matrix", "--out", "output folder (default: %(default)s)", type=Path, default=out)
+    update_help = f"also rewrite {_shown(config.DOCS_MATRIX)}, which the docs' and the README's "
+    update_help += "tables are made from (only when every wheel was built)"
+    add("matrix", "--update-docs", update_help, action="store_true")
+    for flag, kind, what, every in (
+        ("--distribution", distribution, "a distribution", ", ".join(config.DISTRIBUTIONS)),
+        ("--release", release, "a base release", "each distribution's supported ones"),
+        ("--platform", platform, "a platform tag", ", ".join(config.PLATFORMS)),
+        ("--python", python, "a Python version", ", ".join(config.PYTHONS)),
+    ):
+        text = f"{what}; repeat for more (default: {every})"
+        add("matrix lock", flag, text, type=kind, action="append")
+    add("matrix lock", "--jobs", "parallel downloads (default: %(default)s)", type=int, default=4)
+
+    # index, verify and provenance: the wheels they read.
+    add("index", "dir", "folder of wheels (writes DIR/simple)", metavar="DIR", type=Path)
+    add("verify", "patched_wheel", "the wheel", metavar="PATCHED_WHEEL", type=Path)
+    add("verify", "--base-wheel", "the official wheel file (default: fetch it)", type=Path)
+    unlocked_help = f"compare against an official wheel the lock does not know{unchecked}"
+    add("verify", "--unlocked", unlocked_help, action="store_true")
+    full_diff_help = (
+        f"print every difference (by default the first {verify.SHOWN_DIFFERENCES} lines)"
+    )
+    add("verify", "--full-diff", full_diff_help, action="store_true")
+    overlay_help = (
+        "check that the wheel's record names this overlay (default: the overlay of the record's "
+        "revision, from git history)"
+    )
+    add("index verify", "--overlay", overlay_help, type=Path)
+    add("provenance", "wheel", "the wheel", metavar="PATCHED_WHEEL", type=Path)
+
+    # The repository's files, by default.
+    downloads = "folder of downloaded official wheels"
+    for names, flag, path, what in (
+        ("register-overlay", "--overlay", config.DEFAULT_OVERLAY, "the overlay"),
+        ("register-overlay", "--registry", config.OVERLAY_RELEASES_FILE, "the registry file"),
+        ("build matrix lock verify index", "--lock", config.LOCK_FILE, "the lock file"),
+        ("build matrix verify index", "--cache", config.DEFAULT_CACHE_DIR, downloads),
+        ("build matrix", "--overlay", config.DEFAULT_OVERLAY, "the overlay"),
+    ):
+        add(names, flag, f"{what} (default: {_shown(path)})", type=Path, default=path)
+
+    # site: its folder, and the docs when built apart.
+    site_help = "the site's folder (must not exist, or be empty)"
+    add("site", "--out", site_help, type=Path, required=True)
+    docs_help = (
+        "the docs already built into this folder (python -m sphinx -b html docsrc DIR), copied "
+        "in instead of built here"
+    )
+    add("site", "--docs", docs_help, type=Path, default=None)
     return parser
 
 

@@ -30,7 +30,8 @@ SUPPORTED_RELEASES = ("2.8.0", "2.9.0", "2.10.0", "2.11.0", "2.12.0", "2.12.1", 
 RTX_RELEASES = ("2.11.0", "2.12.0", "2.12.1", "2.13.0", "2.14.0")
 RELEASES = {PROJECT: SUPPORTED_RELEASES, DISTRIBUTIONS[1]: RTX_RELEASES}
 DEFAULT_RELEASE = SUPPORTED_RELEASES[-1]
-# The fixes the overlay may carry (patch.FIXES says what each is and where it applies).
+# The fixes the overlay may carry, by name, in the order every list of them follows; the one
+# place the names are written (patch.FIXES takes them, and says what each is and where it applies).
 FIX_NAMES = ("offload", "host-trim", "input-copy", "engine-bytes")
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_28_aarch64", "win_amd64")
 PYTHONS = ("3.10", "3.11", "3.12", "3.13", "3.14")

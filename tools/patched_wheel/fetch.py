@@ -48,8 +48,13 @@ for name in {config.DISTRIBUTIONS!r}:
 print(json.dumps(found))
 """
 # What pip prints when it reached no index (urllib3's and the resolver's words).
-UNREACHABLE = ("NewConnectionError", "Failed to establish a new connection", "ConnectTimeout",
-               "Temporary failure in name resolution", "Network is unreachable")  # fmt: skip
+UNREACHABLE = (
+    "NewConnectionError",
+    "Failed to establish a new connection",
+    "ConnectTimeout",
+    "Temporary failure in name resolution",
+    "Network is unreachable",
+)
 # Files an installer writes into the .dist-info, which no wheel holds.
 _INSTALLER_FILES = ("INSTALLER", "REQUESTED", "direct_url.json", "RECORD")
 # The installed torch_tensorrt: the base it stands for, its version, the folder its files are
@@ -134,9 +139,9 @@ def find_installed() -> Installed:
     isolated = any(os.environ.get(name) for name in ("PIP_BUILD_TRACKER", "PIP_REQ_TRACKER"))
     hidden = ("PYTHONPATH", "PYTHONNOUSERSITE", "PYTHONHOME") if isolated else ()  # pip's isolation
     environ = {name: value for name, value in os.environ.items() if name not in hidden}
+    query = [sys.executable, "-c", _QUERY]
     try:
-        completed = subprocess.run([sys.executable, "-c", _QUERY], env=environ,
-                                   capture_output=True, text=True, check=True)  # fmt: skip
+        completed = subprocess.run(query, env=environ, capture_output=True, text=True, check=True)
         found = [(n, v, w, Path(r), d) for n, v, w, r, d in json.loads(completed.stdout)]
     except (OSError, subprocess.CalledProcessError, ValueError, TypeError):
         found = []
@@ -218,7 +223,8 @@ def local_install_wheel(installed: Installed) -> Tuple[bytes, str]:
             "installed with, so the build cannot patch them; reinstall it first"
         )
     record = f"{dist_info}/RECORD"
-    rows_out = [(p, record_hash(d), str(len(d))) for p, d, _ in members] + [(record, "", "")]
+    rows_out = [(p, record_hash(d), str(len(d))) for p, d, _ in members]
+    rows_out.append((record, "", ""))
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         for path, data, mode in [*members, (record, record_text(rows_out), 0o644)]:

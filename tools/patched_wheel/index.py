@@ -128,7 +128,8 @@ def write_simple_index(wheel_dir: Path, *, check: Callable[[bytes, str], Optiona
     # A project no wheel here is of any more: its page would link files that are gone.
     for folder in index_dir.iterdir():
         stale = folder / "index.html"
-        if folder.is_dir() and not folder.is_symlink() and f"{folder.name}/index.html" not in pages:
+        paged = f"{folder.name}/index.html" in pages
+        if folder.is_dir() and not folder.is_symlink() and not paged:
             if stale.is_file() and not stale.is_symlink():
                 stale.unlink()
                 logger.info("removed the page of %s, which no wheel here is of", folder.name)

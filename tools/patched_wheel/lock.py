@@ -92,7 +92,8 @@ class Lock:
 
     def unknown_request(self, request: settings.BaseRequest) -> str:
         """Why the lock has no wheel for ``request``, what it has instead (one line, offline)."""
-        what, version = f"{request.distribution} {request.release}", Version(request.release)
+        what = f"{request.distribution} {request.release}"
+        version = Version(request.release)
         found = self._of(request.distribution)
         tags = [tag for _, v, locked in found if v == version for tag in locked]
         first = config.RELEASES[request.distribution][0]
@@ -157,7 +158,8 @@ def open_base(
     install's own files), read once, checked against the lock or its RECORD, then opened."""
     request, local_install = choice.request, False
     if choice.wheel is not None:
-        data, filename = files.read_file(choice.wheel, what=choice.wheel_source), choice.wheel.name
+        data = files.read_file(choice.wheel, what=choice.wheel_source)
+        filename = choice.wheel.name
     else:
         installed = fetch.find_installed() if request.release == config.INSTALLED else None
         request = request if installed is None else installed[0]

@@ -42,7 +42,11 @@ Hook = Callable[[ast.Module, Mapping[str, splice.DefinitionNode]], bool]
 
 def _defines(name: str) -> Tuple[Hook, str]:
     """The hook "upstream's module defines ``name`` at top level", and its text."""
-    return (lambda tree, _: name in splice.top_level_definitions(tree)), f"upstream defines {name}"
+
+    def hook(module: ast.Module, overlay: Mapping[str, splice.DefinitionNode]) -> bool:
+        return name in splice.top_level_definitions(module)
+
+    return hook, f"upstream defines {name}"
 
 
 def _copies_tensor_input(module: ast.Module, overlay: Mapping[str, splice.DefinitionNode]) -> bool:
@@ -56,7 +60,8 @@ def _copies_tensor_input(module: ast.Module, overlay: Mapping[str, splice.Defini
             continue
         if not any(isinstance(n, ast.Attribute) and n.attr == "Tensor" for n in ast.walk(test)):
             continue
-        for call in (n for statement in getattr(node, "body", []) for n in ast.walk(statement)):
+        body = getattr(node, "body", [])
+        for call in (n for statement in body for n in ast.walk(statement)):
             if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
                 if call.func.attr == "tensor" and getattr(call.func.value, "id", None) == "torch":
                     return True
@@ -79,8 +84,9 @@ def _creates_runtime_module_alike(
     """The hook of ``engine-bytes``: upstream's ``convert_module`` creates the runtime module
     with the keywords the overlay's passes (``serialized_engine=`` and the interpreter result's
     other fields), so that the overlay hands over everything upstream's does."""
-    upstream = _engine_keywords(splice.top_level_definitions(module).get("convert_module"))
-    return upstream is not None and upstream == _engine_keywords(overlay.get("convert_module"))
+    upstream = splice.top_level_definitions(module).get("convert_module")
+    keywords = _engine_keywords(upstream)
+    return keywords is not None and keywords == _engine_keywords(overlay.get("convert_module"))
 
 
 class Fix(NamedTuple):
@@ -94,21 +100,22 @@ class Fix(NamedTuple):
     target: str = config.TARGET
 
 
+OFFLOAD, HOST_TRIM, INPUT_COPY, ENGINE_BYTES = config.FIX_NAMES
 FIXES = (
-    Fix("offload", ("deallocate_module",), *_defines("deallocate_module")),
+    Fix(OFFLOAD, ("deallocate_module",), *_defines("deallocate_module")),
     Fix(
-        "host-trim",
+        HOST_TRIM,
         ("_glibc_malloc_trim", "trim_host_heap", "release_host_and_device_memory"),
         *_defines("release_host_and_device_memory"),
     ),
     Fix(
-        "input-copy",
+        INPUT_COPY,
         ("prepare_inputs",),
         _copies_tensor_input,
         "upstream's prepare_inputs copies a tensor input with torch.tensor(...)",
     ),
     Fix(
-        "engine-bytes",
+        ENGINE_BYTES,
         ("convert_module", "release_serialized_engine"),
         _creates_runtime_module_alike,
         "upstream's convert_module creates the runtime module as the overlay's does",
@@ -148,7 +155,8 @@ def build_origin(overlay_data: bytes, *, repository: Path = config.REPOSITORY) -
     revision = source_revision(repository, overlay_data)
     clean = revision.dirty is False and revision.revision != UNKNOWN
     sha256 = hashlib.sha256(overlay_data).hexdigest()
-    label = label_for(sha256, load_overlay_releases(config.OVERLAY_RELEASES_FILE), clean=clean)
+    releases = load_overlay_releases(config.OVERLAY_RELEASES_FILE)
+    label = label_for(sha256, releases, clean=clean)
     epoch = wheel.source_date_epoch(os.environ.get("SOURCE_DATE_EPOCH", ""))
     number = label_parts(label)[0]
     if number is not None:
@@ -368,7 +376,8 @@ def patch_wheel(
         new[target] = _splice_module(base, target, sources[target], part, package)
 
     # 5. METADATA with the new version, and the provenance.
-    metadata = rewrite_metadata_version(base.read(f"{base.dist_info}/METADATA", 1 << 20), version)
+    base_metadata = base.read(f"{base.dist_info}/METADATA", 1 << 20)
+    metadata = rewrite_metadata_version(base_metadata, version)
     provenance = Provenance(
         version=version,
         label=origin.label,

@@ -66,6 +66,12 @@ def _tree_files(repository: Path, overlay: Optional[bytes]) -> Dict[str, bytes]:
     return files
 
 
+def _tree_digests(repository: Path, overlay: Optional[bytes]) -> Dict[str, str]:
+    """The sha256 of each of :func:`_tree_files`, as the revision file records them."""
+    tree = _tree_files(repository, overlay)
+    return {path: hashlib.sha256(data).hexdigest() for path, data in tree.items()}
+
+
 def source_revision(
     repository: Path = config.REPOSITORY, overlay: Optional[bytes] = None
 ) -> SourceRevision:
@@ -75,7 +81,7 @@ def source_revision(
         head = (git.git_text(repository, "rev-parse", "--verify", "HEAD") or "").strip()
         paths = (config.TOOL_PATH, config.OVERLAY_PATH)
         listing = git.git_text(repository, "ls-tree", "-r", "--full-tree", "HEAD", "--", *paths)
-        if _COMMIT.fullmatch(head) and listing is not None:
+        if is_commit(head) and listing is not None:
             rows = (line.split("\t", 1) for line in listing.splitlines() if "\t" in line)
             committed = {path: meta.split()[2] for meta, path in rows}  # "<mode> blob <id>\t<path>"
             blob = hashlib.sha1 if len(head) == 40 else hashlib.sha256  # as git names a blob
@@ -91,8 +97,11 @@ def source_revision(
         date = recorded.get("date")
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         revision, dirty, files, date = None, None, None, None
-    commit = isinstance(revision, str) and _COMMIT.fullmatch(revision) is not None
-    if not commit or dirty not in (None, True, False) or not (date is None or is_epoch(date)):
+    if (
+        not is_commit(revision)
+        or dirty not in (None, True, False)
+        or not (date is None or is_epoch(date))
+    ):
         raise PatchError(
             f"{path}: not a revision file this tool writes (it takes a full 40-hex commit id "
             "and a dirty flag, not a short id or a tag); write it with "
@@ -100,8 +109,13 @@ def source_revision(
         )
     if not isinstance(files, dict):
         return SourceRevision(revision, True if dirty else None)  # nothing to check it by
-    actual = {p: hashlib.sha256(d).hexdigest() for p, d in _tree_files(repository, overlay).items()}
-    return SourceRevision(revision, bool(dirty) or actual != files, date)
+    changed = _tree_digests(repository, overlay) != files
+    return SourceRevision(revision, bool(dirty) or changed, date)
+
+
+def is_commit(text: object) -> bool:
+    """Whether ``text`` is a full git commit id (SHA-1, or SHA-256 in a SHA-256 repository)."""
+    return isinstance(text, str) and _COMMIT.fullmatch(text) is not None
 
 
 def is_epoch(text: object) -> bool:
@@ -133,10 +147,11 @@ def write_revision_file(
         revision = source_revision(repository)
         overlay = repository.joinpath(*config.OVERLAY_PATH.split("/")).read_bytes()
         sha256 = hashlib.sha256(overlay).hexdigest()
-        number = load_overlay_releases(repository / config.TOOL_PATH / RELEASES_NAME).get(sha256)
+        releases = load_overlay_releases(repository / config.TOOL_PATH / RELEASES_NAME)
+        number = releases.get(sha256)
         if number is not None and revision.dirty is False:
             revision = release_revision(repository, revision, sha256, number)
-    digests = {p: hashlib.sha256(d).hexdigest() for p, d in _tree_files(repository, None).items()}
+    digests = _tree_digests(repository, None)
     document = json.dumps({**revision._asdict(), "files": digests}, indent=1) + "\n"
     files.write_text_atomically(Path(destination) / REVISION_FILE, document)
     return revision
@@ -243,7 +258,7 @@ def parse_provenance(data: bytes, what: str) -> Provenance:
         revision = provenance.revision
         if not all(isinstance(t, str) and t.isascii() and t.isprintable() for t in texts):
             raise PatchError("a text field holds what no build writes")
-        if not (isinstance(revision, str) and (revision == UNKNOWN or _COMMIT.fullmatch(revision))):
+        if not (is_commit(revision) or revision == UNKNOWN):
             raise PatchError(f"its revision is neither a full git commit id nor {UNKNOWN!r}")
         epoch = provenance.source_date_epoch
         if not (epoch is None or is_epoch(epoch)):

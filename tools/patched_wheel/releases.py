@@ -183,8 +183,9 @@ def _build_inputs(repository: Path, revision: str) -> Optional[str]:
         f"{config.TOOL_PATH}/",
         config.OVERLAY_PATH,
     )
-    rows = None if listing is None else [row for row in listing.splitlines() if row.endswith(".py")]
-    return None if rows is None else "\n".join(sorted(rows))
+    if listing is None:
+        return None
+    return "\n".join(sorted(row for row in listing.splitlines() if row.endswith(".py")))
 
 
 def _registry_at(repository: Path, revision: str) -> Dict[str, int]:

@@ -249,7 +249,8 @@ def splice_overlay(base_source: str, overlay: OverlayParts, base: ast.Module) ->
     # 5. Insertions after the base's last top-level import (or its docstring); edits last first.
     if inserted:
         imports = [node for node in base.body if isinstance(node, (ast.Import, ast.ImportFrom))]
-        heads: List[ast.stmt] = [*imports[-1:], *(n for n in base.body[:1] if _is_docstring(n))]
+        docstring = [node for node in base.body[:1] if _is_docstring(node)]
+        heads: List[ast.stmt] = [*imports[-1:], *docstring]
         at = _span(heads[0])[1] if heads else 0
         edits.append((at, at, inserted))
     if not edits and not appended:
@@ -305,12 +306,16 @@ def signature_from_ast(function: ast.FunctionDef | ast.AsyncFunctionDef) -> insp
     """The signature of a function definition, read from its AST (defaults as ``...``)."""
     arguments, kind = function.args, inspect.Parameter
     positional = arguments.posonlyargs + arguments.args
+    only = len(arguments.posonlyargs)  # the positional-only ones come first
     first_default = len(positional) - len(arguments.defaults)
     parameters = [
-        kind(a.arg, kind.POSITIONAL_ONLY if i < len(arguments.posonlyargs) else
-             kind.POSITIONAL_OR_KEYWORD, default=... if i >= first_default else kind.empty)
-        for i, a in enumerate(positional)
-    ]  # fmt: skip
+        kind(
+            argument.arg,
+            kind.POSITIONAL_ONLY if i < only else kind.POSITIONAL_OR_KEYWORD,
+            default=... if i >= first_default else kind.empty,
+        )
+        for i, argument in enumerate(positional)
+    ]
     if arguments.vararg is not None:
         parameters.append(kind(arguments.vararg.arg, kind.VAR_POSITIONAL))
     for argument, default in zip(arguments.kwonlyargs, arguments.kw_defaults):

@@ -79,11 +79,13 @@ class Verification:
         lines = self.lines if full_diff else self.lines[:SHOWN_DIFFERENCES]
         hidden = len(self.lines) - len(lines)
         more = [f"... {hidden} more lines (--full-diff shows them)"] if hidden else []
-        head = f"patched wheel:  {console.escaped(self.filename)}\nsha256:         {self.sha256}"
-        provenance = (
-            [format_provenance(self.provenance, locked=self.locked)] if self.provenance else []
-        )
-        return "\n".join([head, *provenance, *lines, *more, self.verdict])
+        head = [
+            f"patched wheel:  {console.escaped(self.filename)}",
+            f"sha256:         {self.sha256}",
+        ]
+        if self.provenance:
+            head.append(format_provenance(self.provenance, locked=self.locked))
+        return "\n".join([*head, *lines, *more, self.verdict])
 
     def refused(self, why: str) -> Verification:
         self.verdict = f"NOT verified: {console.escaped(why)}; do not install it"
@@ -245,8 +247,9 @@ def verify_bytes(
     pairs = [
         ("version", provenance.version, name.written_version),
         ("label", provenance.label, label),
+        ("base wheel", provenance.base_wheel, official),
     ]
-    for what, recorded, actual in pairs + [("base wheel", provenance.base_wheel, official)]:
+    for what, recorded, actual in pairs:
         if recorded != actual:
             return refuse(f"its record names the {what} {recorded!r}, its name {actual!r}: altered")
     if lock.wheels.get(official, provenance.base_sha256) != provenance.base_sha256:

@@ -72,7 +72,8 @@ def zip_date_time(epoch: Optional[str]) -> Optional[DateTime]:
     checked = source_date_epoch(epoch or "")
     if checked is None:
         return None
-    return tuple(time.gmtime(max(int(checked), ZIP_EPOCH_FLOOR))[0:6])  # type: ignore[return-value]
+    when = time.gmtime(max(int(checked), ZIP_EPOCH_FLOOR))
+    return (when.tm_year, when.tm_mon, when.tm_mday, when.tm_hour, when.tm_min, when.tm_sec)
 
 
 class WheelName(NamedTuple):
@@ -213,11 +214,9 @@ class BaseWheel:
             if other != info.filename:
                 problems.append(f"{ascii(info.filename)} and {ascii(other)} differ only in case")
         _, version, _, file_tags = parse_wheel_filename(self.filename)
-        wheel_tags = {
-            tag
-            for value in header_values(self.read(f"{self.dist_info}/WHEEL", config.MiB), "Tag")
-            for tag in parse_tag(value)
-        }
+        wheel_file = self.read(f"{self.dist_info}/WHEEL", config.MiB)
+        tag_lines = header_values(wheel_file, "Tag")
+        wheel_tags = {tag for value in tag_lines for tag in parse_tag(value)}
         if wheel_tags != set(file_tags):
             problems.append("WHEEL's Tag lines are not the file name's tags")
         metadata = self.read(f"{self.dist_info}/METADATA", config.MiB)
@@ -283,23 +282,29 @@ class Entry(NamedTuple):
         cls, name: str, data: bytes, template: zipfile.ZipInfo, date_time: Optional[DateTime]
     ) -> "Entry":
         """A member written anew, stored, with the time and mode of the ``template`` entry."""
-        when = date_time or template.date_time
-        return cls(name, when, template.external_attr, template.create_system, 0,
-                   zlib.crc32(data), len(data), data)  # fmt: skip
+        return cls(
+            name=name,
+            date_time=date_time or template.date_time,
+            external_attr=template.external_attr,
+            create_system=template.create_system,
+            compress_type=zipfile.ZIP_STORED,
+            crc=zlib.crc32(data),
+            file_size=len(data),
+            payload=data,
+        )
 
     @classmethod
     def copied(cls, name: str, info: zipfile.ZipInfo, base: BaseWheel) -> "Entry":
         """A member of the base, its compressed bytes copied (:meth:`BaseWheel.payload`)."""
-        payload = base.payload(info)
         return cls(
-            name,
-            info.date_time,
-            info.external_attr,
-            info.create_system,
-            info.compress_type,
-            info.CRC,
-            info.file_size,
-            payload,
+            name=name,
+            date_time=info.date_time,
+            external_attr=info.external_attr,
+            create_system=info.create_system,
+            compress_type=info.compress_type,
+            crc=info.CRC,
+            file_size=info.file_size,
+            payload=base.payload(info),
         )
 
 
@@ -342,16 +347,17 @@ def write_zip(entries: Sequence[Entry]) -> bytes:
         flags = 0 if entry.name.isascii() else 0x800  # UTF-8 names, as zipfile marks them
         sizes = (entry.crc, len(entry.payload), entry.file_size, len(name))
         # Both headers share (version 20, flags, method, time, date, CRC, sizes, name length);
-        # the central one then packs (extra, comment, disk, internal attributes) as zeros.
+        # the central one then packs (extra, comment, disk, internal attributes) as zeros, the
+        # mode and the local header's offset.
         fields = (20, flags, entry.compress_type, clock, date, *sizes)
         body += [struct.pack("<4s5H3L2H", b"PK\x03\x04", *fields, 0), name, entry.payload]
         made_by = entry.create_system << 8 | 20
-        central.append(
-            struct.pack("<4s6H3L5H2L", b"PK\x01\x02", made_by, *fields, 0, 0, 0, 0,
-                        entry.external_attr, offset) + name  # fmt: skip
-        )
+        rest = (0, 0, 0, 0, entry.external_attr, offset)
+        header = struct.pack("<4s6H3L5H2L", b"PK\x01\x02", made_by, *fields, *rest)
+        central += [header, name]
         offset += 30 + len(name) + len(entry.payload)
-    directory = b"".join(central)
-    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, len(entries), len(entries),
-                      len(directory), offset, 0)  # fmt: skip
+    # The end record: (disk, directory's disk, entries here, entries in all, directory size,
+    # directory offset, comment length).
+    directory, count = b"".join(central), len(entries)
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, count, count, len(directory), offset, 0)
     return b"".join(body + [directory, end])
