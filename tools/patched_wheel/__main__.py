@@ -6,7 +6,6 @@ Arguments are checked where they enter (exit status 2); a refusal is one PatchEr
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import shlex
@@ -15,13 +14,10 @@ import textwrap
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-if __package__ in (None, ""):  # ``python tools/patched_wheel``: load the package, run as its part
-    _init = Path(__file__).with_name("__init__.py")
-    _spec = importlib.util.spec_from_file_location("patched_wheel", _init)
-    assert _spec is not None and _spec.loader is not None
-    _package = importlib.util.module_from_spec(_spec)
-    sys.modules["patched_wheel"] = _package
-    _spec.loader.exec_module(_package)
+if __package__ in (None, ""):
+    # ``python tools/patched_wheel``: Python runs this file alone, with its folder first on
+    # sys.path; the folder's parent there instead makes the package import as itself.
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
     from patched_wheel.__main__ import main as _main
 
     sys.exit(_main())
