@@ -180,10 +180,17 @@ def _edits_sys_path(node: ast.AST) -> bool:
     return False
 
 
+# The two places that put a folder on sys.path, and why: Sphinx's convention puts the local
+# extensions' folder there (``python -m sphinx docsrc OUT`` builds with nothing on
+# ``PYTHONPATH``); ``python tools/patched_wheel`` runs the package's ``__main__`` alone with its
+# own folder first on sys.path, which its entry swaps for the parent so the package imports as
+# itself (the alternative, a file-location loader, is what the repository keeps to one).
+SYS_PATH_EDITS = {"docsrc/conf.py", "tools/patched_wheel/__main__.py"}
+
+
 def test_no_python_file_of_the_repository_edits_sys_path() -> None:
     """The tool, the tests, the benchmarks and the docs import without path hacks, except
-    ``docsrc/conf.py``: Sphinx's convention puts the local extensions' folder on ``sys.path``
-    there (``python -m sphinx docsrc OUT`` must build with nothing on ``PYTHONPATH``)."""
+    the two entries of :data:`SYS_PATH_EDITS`."""
     tracked = subprocess.run(
         ["git", "-C", str(REPOSITORY), "ls-files", "*.py"], capture_output=True, text=True
     ).stdout.split()
@@ -191,7 +198,7 @@ def test_no_python_file_of_the_repository_edits_sys_path() -> None:
     edits = [
         f"{name}:{node.lineno}"
         for name in tracked
-        if name != "docsrc/conf.py"
+        if name not in SYS_PATH_EDITS
         for node in ast.walk(ast.parse((REPOSITORY / name).read_text(encoding="utf-8")))
         if _edits_sys_path(node)
     ]
@@ -229,3 +236,18 @@ def test_the_package_has_no_cycles_and_no_network() -> None:
         check=True,
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_one_file_location_loader() -> None:
+    """The repository imports by file location in one place, the benchmarks' overlay loader
+    (``py/torch_tensorrt`` is a part of a package that needs TensorRT; its docstring says so)."""
+    tracked = subprocess.run(
+        ["git", "-C", str(REPOSITORY), "ls-files", "*.py"], capture_output=True, text=True
+    ).stdout.split()
+    loaders = [
+        f"{name}:{node.lineno}"
+        for name in tracked
+        for node in ast.walk(ast.parse((REPOSITORY / name).read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute) and node.attr == "spec_from_file_location"
+    ]
+    assert loaders == ["benchmarks/harness.py:62"], loaders
