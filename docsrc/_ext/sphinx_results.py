@@ -8,8 +8,8 @@ Directives:
 * the memory page's, from ``docsrc/_data/memory_terms.json`` (``memory_sizing.py``):
   ``memory-terms`` (each term, its value and sources), ``memory-formulas`` (each setting's
   peaks in W; ``:settings: fork fork-offload`` picks rows), ``memory-examples`` and
-  ``sizing-calculator`` (the form of ``_static/sizing.js``, the data file embedded in the page,
-  so that it works from ``file://``).
+  ``sizing-calculator`` (``_templates/sizing.html`` rendered with the data, which it embeds
+  for ``_static/sizing.js``, so that it works from ``file://``).
 
 Plots go through matplotlib's ``plot`` directive (``results.plot("NAME")``; ``conf.py`` imports
 ``results`` for it). The role ``:result:`STEM CASE MEASURE [FORMAT]``` writes one figure
@@ -20,11 +20,11 @@ dagger when that file measured another overlay than the current one.
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+import jinja2
 import memory_sizing as sizing
 import results
 from docutils import nodes
@@ -96,61 +96,44 @@ class SupportedMatrix(SphinxDirective):
 
 
 class MemoryDirective(SphinxDirective):
-    """The tables and the calculator of the memory page (module docstring)."""
+    """The memory page's tables and calculator (module docstring)."""
 
     option_spec = {"settings": directives.unchanged}
+    calculator = results.REPOSITORY / "docsrc" / "_templates" / "sizing.html"
 
     def run(self) -> List[nodes.Node]:
-        self.env.note_dependency(str(sizing.DATA))
-        data = sizing.load()
-        for found in data["terms"]:
-            if "result" in found:
-                self.env.note_dependency(str(results.REPOSITORY / found["result"]["file"]))
         root = "../" * self.env.docname.count("/")
+        data = sizing.load(root=root)
+        for path in [sizing.DATA, self.calculator, *results.RESULTS.glob("*.json")]:
+            self.env.note_dependency(str(path))
+        if self.name == "sizing-calculator":
+            environment = jinja2.Environment(autoescape=True)
+            environment.policies["json.dumps_kwargs"] = {}  # keep the data's order, not sorted
+            template = environment.from_string(self.calculator.read_text(encoding="utf-8"))
+            return [nodes.raw("", template.render(data=data, root=root), format="html")]
         if self.name == "memory-formulas":
             table = sizing.formula_table(data, self.options.get("settings", "").split())
         elif self.name == "memory-examples":
             table = sizing.example_table(data)
-        elif self.name == "memory-terms":
-            table = self.terms(data, root)
         else:
-            return [nodes.raw("", self.calculator(data, root), format="html")]
+            rows = [self.term_row(term) for term in data["terms"].values()]
+            table = results.Table(["term", "size", "source"], rows)
         return table_nodes(table, [self.name])
 
     @staticmethod
-    def terms(data: Dict[str, Any], root: str) -> results.Table:
-        """Every term: what it is, its value (low and high), and its sources, linked."""
-        rows: List[List[Any]] = []
-        for found in data["terms"]:
-            low, high = sizing.expression(found["low"]), sizing.expression(found["high"])
-            value = low if low == high else f"{low} to {high}"
-            what = nodes.paragraph()
-            what += nodes.strong(text=found["name"])
-            what += nodes.Text(f" ({found['memory']}): {found['what']}")
-            where = nodes.paragraph()
-            for index, source in enumerate(found["sources"]):
-                url = sizing.source_url(data, source, root)
-                where += nodes.Text("; " if index else "")
-                internal = source["kind"] == "measured"
-                text = sizing.source_text(source)
-                where += nodes.reference(text=text, refuri=url, internal=internal)
-                where += nodes.Text(f": {source['says']}" if source.get("says") else "")
-            rows.append([what, value if found.get("in_peaks", True) else "not counted", where])
-        return results.Table(["term", "size", "source"], rows)
-
-    @staticmethod
-    def calculator(data: Dict[str, Any], root: str) -> str:
-        for found in data["terms"] + data["machines"]:
-            for source in found["sources"]:
-                source["href"] = sizing.source_url(data, source, root)
-        embedded = json.dumps(data, sort_keys=True).replace("</", "<\\/")
-        return (
-            '<div id="sizing-calculator" class="sizing-calculator">'
-            "<noscript>The calculator needs JavaScript; the tables below give the same "
-            "figures.</noscript></div>\n"
-            f'<script type="application/json" id="memory-terms">{embedded}</script>\n'
-            f'<script src="{html.escape(root)}_static/sizing.js"></script>\n'
-        )
+    def term_row(term: Dict[str, Any]) -> List[Any]:
+        """What a term is, its value (low and high), and its sources, linked."""
+        what = nodes.paragraph("", "", nodes.strong(text=term["name"]))
+        what += nodes.Text(f" ({term['memory']}): {term['what']}")
+        where = nodes.paragraph()
+        for index, source in enumerate(term["sources"]):
+            internal = source["kind"] == "measured"
+            where += nodes.Text("; " if index else "")
+            where += nodes.reference(text=source["text"], refuri=source["link"], internal=internal)
+            where += nodes.Text(f": {source['says']}" if source.get("says") else "")
+        low, high = sizing.expression(term["low"]), sizing.expression(term["high"])
+        size = low if low == high else f"{low} to {high}"
+        return [what, size if term.get("in_peaks", True) else "not counted", where]
 
 
 def result_role(

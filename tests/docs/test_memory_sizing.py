@@ -58,7 +58,7 @@ def _needed_or_skip(what: str, installed_by: str) -> None:
 
 def test_every_term_names_its_sources(data: Dict[str, Any]) -> None:
     assert len(data["terms"]) >= 12, "the data file lists too few terms"
-    for term in data["terms"]:
+    for term in data["terms"].values():
         assert term["memory"] in ("host", "gpu"), term["id"]
         for source in term["sources"]:
             if source["kind"] == "code":
@@ -71,7 +71,7 @@ def test_every_term_names_its_sources(data: Dict[str, Any]) -> None:
 
 
 def test_measured_sources_link_to_their_sections(built_html: Path, data: Dict[str, Any]) -> None:
-    for term in data["terms"]:
+    for term in data["terms"].values():
         for source in term["sources"]:
             if source["kind"] == "measured":
                 page, anchor = source["page"].split("#")
@@ -80,7 +80,7 @@ def test_measured_sources_link_to_their_sections(built_html: Path, data: Dict[st
 
 def test_measured_terms_come_from_their_result_files(tmp_path: Path, data: Dict[str, Any]) -> None:
     """A rerun of the benchmark changes the term: the value is read, not typed."""
-    term = sizing.term(data, "move_overlap_fork")
+    term = data["terms"]["move_overlap_fork"]
     result = term["result"]
     document = json.loads((REPOSITORY / result["file"]).read_text(encoding="utf-8"))
     figures = next(c for c in document["cases"] if c["id"] == result["case"])["figures"]
@@ -91,7 +91,7 @@ def test_measured_terms_come_from_their_result_files(tmp_path: Path, data: Dict[
     (tmp_path / result["file"]).write_text(json.dumps(document), encoding="utf-8")
     shutil.copy(REPOSITORY / "benchmarks/results/offload_headline.json", tmp_path / "other.json")
     rerun = sizing.load(repository=tmp_path)
-    assert sizing.term(rerun, "move_overlap_fork")["low"] == {"bytes": 12345}
+    assert rerun["terms"]["move_overlap_fork"]["low"] == {"bytes": 12345}
 
 
 def test_a_missing_result_case_is_one_error(tmp_path: Path) -> None:
@@ -111,7 +111,7 @@ def test_code_sources_are_upstream_code(data: Dict[str, Any]) -> None:
     from wheel_helpers import fetch
 
     with zipfile.ZipFile(fetch(data["upstream_release"])) as wheel:
-        for term in data["terms"] + [data["partitioning"]]:
+        for term in [*data["terms"].values(), data["partitioning"]]:
             for source in term["sources"]:
                 if source["kind"] != "code":
                     continue
@@ -138,20 +138,18 @@ UPSTREAM_MEASURED = [
 def test_ranges_hold_upstreams_measurements(
     data: Dict[str, Any], setting_id: str, memory: str, measured: float
 ) -> None:
-    machine = {"kind": "discrete", "gpu_bytes": 1e15, "host_bytes": 1e15}
-    result = sizing.evaluate(data, sizing.setting(data, setting_id), 3 * GiB, machine)
+    limits = {"host": 1e15, "gpu": 1e15}
+    result = sizing.evaluate(data, setting_id, 3 * GiB, limits)
     peak = result["peaks"][memory]
     assert peak["low"] <= measured * 1.001 and measured <= peak["high"], (setting_id, memory, peak)
 
 
 def test_the_fork_lowers_no_peak_where_it_should_not(data: Dict[str, Any]) -> None:
     """On a discrete GPU the fork's move changes neither peak; the trim lowers the host's low end."""
-    machine = sizing.machine(data, "h200-server")
+    limits = data["machines"]["h200-server"]["limits"]
     for offload in ("", "-offload"):
-        upstream = sizing.evaluate(
-            data, sizing.setting(data, "upstream" + offload), 64 * GB, machine
-        )
-        fork = sizing.evaluate(data, sizing.setting(data, "fork" + offload), 64 * GB, machine)
+        upstream = sizing.evaluate(data, "upstream" + offload, 64 * GB, limits)
+        fork = sizing.evaluate(data, "fork" + offload, 64 * GB, limits)
         assert upstream["peaks"]["gpu"] == fork["peaks"]["gpu"]
         assert fork["peaks"]["host"]["low"] < upstream["peaks"]["host"]["low"]
 
@@ -159,13 +157,11 @@ def test_the_fork_lowers_no_peak_where_it_should_not(data: Dict[str, Any]) -> No
 def test_partitioning_keeps_the_engines_bytes(data: Dict[str, Any]) -> None:
     """With resource partitioning the host never holds less than about W: the serialized
     engines already built stay (TorchTensorRTModule.serialized_engine)."""
-    machine = {"kind": "discrete", "gpu_bytes": 1e15, "host_bytes": 200 * GB}
-    result = sizing.evaluate(data, sizing.setting(data, "fork-partitioned"), 100 * GB, machine)
+    limits = {"host": 200 * GB, "gpu": 1e15}
+    result = sizing.evaluate(data, "fork-partitioned", 100 * GB, limits)
     assert result["engines"] == 2 and result["S"] == pytest.approx(50 * GB)
     assert result["peaks"]["host"]["low"] >= 100 * GB
-    refused = sizing.evaluate(
-        data, sizing.setting(data, "fork-offload-partitioned"), 100 * GB, machine, budget=104 * GB
-    )
+    refused = sizing.evaluate(data, "fork-offload-partitioned", 100 * GB, limits, budget=104 * GB)
     assert refused["verdict"] == "refused"
 
 
@@ -175,30 +171,32 @@ def test_partitioning_keeps_the_engines_bytes(data: Dict[str, Any]) -> None:
 # -- the calculator's arithmetic ---------------------------------------------------------------
 
 
+# Machines of one's own: GPU and host memory, and one shared memory's usable part.
+OWN_FIGURES = [{"host": 128 * GB, "gpu": 48 * GB}, {"shared": 60 * GB}]
+
+
 def _cases(data: Dict[str, Any]) -> List[Dict[str, Any]]:
     """Settings x model sizes x machines (each preset, plus figures of one's own), with and
     without a workspace cap and a partitioning budget."""
-    machines = [sizing.machine(data, entry["id"]) for entry in data["machines"]]
-    machines.append({"kind": "discrete", "gpu_bytes": 48 * GB, "host_bytes": 128 * GB})
-    machines.append({"kind": "shared", "usable_bytes": 60 * GB, "nominal_bytes": 64 * GB})
+    machines = [machine["limits"] for machine in data["machines"].values()] + OWN_FIGURES
     cases = []
     for weights in (3 * GiB, 16 * GB, 64 * GB, 140 * GB, 405 * GB):
-        for machine in machines:
+        for limits in machines:
             for chosen in data["settings"]:
                 cases.append(
                     {
                         "setting": chosen,
                         "W": weights,
-                        "machine": machine,
+                        "limits": limits,
                         "workspace": 0,
                         "budget": None,
                     }
                 )
             cases.append(
                 {
-                    "setting": sizing.setting(data, "fork-offload-partitioned"),
+                    "setting": "fork-offload-partitioned",
                     "W": weights,
-                    "machine": machine,
+                    "limits": limits,
                     "workspace": 4 * GB,
                     "budget": 3 * weights,
                 }
@@ -210,8 +208,8 @@ NODE_RUNNER = """
 const calculator = require(process.argv[1]);
 const input = JSON.parse(require("fs").readFileSync(0, "utf-8"));
 const out = input.cases.map((c) => {
-  const r = calculator.evaluate(input.data, c.setting, c.W, c.machine, c.workspace, c.budget);
-  const best = calculator.recommend(input.data, c.W, c.machine, 0, null);
+  const r = calculator.evaluate(input.data, c.setting, c.W, c.limits, c.workspace, c.budget);
+  const best = calculator.recommend(input.data, c.W, c.limits, 0, null);
   return { peaks: r.peaks, verdict: r.verdict, S: r.S, engines: r.engines, best: best.setting };
 });
 process.stdout.write(JSON.stringify(out));
@@ -240,18 +238,18 @@ def test_calculator_arithmetic_matches_the_data_file(data: Dict[str, Any]) -> No
             data,
             case["setting"],
             case["W"],
-            case["machine"],
+            case["limits"],
             workspace=case["workspace"],
             budget=case["budget"],
         )
-        where = f"{case['setting']['id']}, W={case['W']:.3g}, {case['machine']}"
+        where = f"{case['setting']}, W={case['W']:.3g}, {case['limits']}"
         assert calculator["verdict"] == expected["verdict"], where
         assert calculator["engines"] == expected["engines"], where
         for memory, peak in expected["peaks"].items():
             for key in ("low", "high"):
                 assert calculator["peaks"][memory][key] == pytest.approx(peak[key]), where
                 assert calculator["peaks"][memory][f"{key}_phase"] == peak[f"{key}_phase"], where
-        best = sizing.recommend(data, case["W"], case["machine"])
+        best = sizing.recommend(data, case["W"], case["limits"])
         assert calculator["best"] == best["setting"], where
 
 
@@ -281,18 +279,18 @@ def _no_sideways_scroll(page: Any) -> None:
     assert scroll <= client, f"the page scrolls sideways: {scroll} px wide in {client} px"
 
 
-def _enter(page: Any, machine: Dict[str, Any], machine_id: Optional[str], weights: float) -> None:
+def _enter(page: Any, limits: Dict[str, float], machine_id: Optional[str], weights: float) -> None:
     """Pick the machine (a preset, or figures of one's own) and type the weights in GB."""
     if machine_id is not None:
         page.select_option("#sizing-machine", machine_id)
     else:
         page.select_option("#sizing-machine", "own")
-        page.select_option("#sizing-kind", machine["kind"])
-        if machine["kind"] == "shared":
-            page.fill("#sizing-usable", str(machine["usable_bytes"] / GB))
+        page.select_option("#sizing-kind", "shared" if "shared" in limits else "discrete")
+        if "shared" in limits:
+            page.fill("#sizing-usable", str(limits["shared"] / GB))
         else:
-            page.fill("#sizing-gpu", str(machine["gpu_bytes"] / GB))
-            page.fill("#sizing-host", str(machine["host_bytes"] / GB))
+            page.fill("#sizing-gpu", str(limits["gpu"] / GB))
+            page.fill("#sizing-host", str(limits["host"] / GB))
     page.fill("#sizing-weights", str(weights / GB))
 
 
@@ -327,33 +325,27 @@ def test_calculator_in_a_browser(
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto((built_html / MEMORY_PAGE).as_uri())
     assert page.inner_text("#sizing-answer").startswith("Use: "), "no answer for the default"
-    machines: List[Any] = [
-        (entry["id"], sizing.machine(data, entry["id"])) for entry in data["machines"]
-    ]
-    machines.append((None, {"kind": "discrete", "gpu_bytes": 48 * GB, "host_bytes": 128 * GB}))
-    machines.append((None, {"kind": "shared", "usable_bytes": 60 * GB, "nominal_bytes": 64 * GB}))
-    sizes = [sizing.model_bytes(data, model) for model in data["examples"]["models"]]
-    for index, (machine_id, machine) in enumerate(machines):
+    machines: List[Any] = [(name, machine["limits"]) for name, machine in data["machines"].items()]
+    machines += [(None, limits) for limits in OWN_FIGURES]
+    sizes = [model["weights"] for model in data["examples"]["models"]]
+    for index, (machine_id, limits) in enumerate(machines):
         for weights in (sizes + sizes)[index : index + (3 if width > 600 else 1)]:
-            _enter(page, machine, machine_id, weights)
+            _enter(page, limits, machine_id, weights)
             shown = page.evaluate(READ_RESULTS)
-            where = (machine_id or machine, weights / GB)
-            assert shown["answer"] == sizing.recommend(data, weights, machine)["setting"], where
+            where = (machine_id or limits, weights / GB)
+            assert shown["answer"] == sizing.recommend(data, weights, limits)["setting"], where
             cards = {card["setting"]: card for card in shown["cards"]}
-            assert sorted(cards) == sorted(entry["id"] for entry in data["settings"])
+            assert sorted(cards) == sorted(data["settings"])
             for chosen in data["settings"]:
-                expected = sizing.evaluate(data, chosen, weights, machine)
-                card = cards[chosen["id"]]
-                assert card["verdict"] == expected["verdict"], (chosen["id"], where)
+                expected = sizing.evaluate(data, chosen, weights, limits)
+                card = cards[chosen]
+                assert card["verdict"] == expected["verdict"], (chosen, where)
                 if expected["refused"]:
                     continue
-                for memory in ("shared",) if machine["kind"] == "shared" else ("host", "gpu"):
+                for memory in limits:
                     peak, on_page = expected["peaks"][memory], card["peaks"][memory]
                     for key in ("low", "high"):
-                        assert float(on_page[key]) == pytest.approx(peak[key]), (
-                            chosen["id"],
-                            where,
-                        )
+                        assert float(on_page[key]) == pytest.approx(peak[key]), (chosen, where)
                     assert sizing.span(peak["low"], peak["high"]) in on_page["text"]
                 assert card["links"] and all(
                     link.startswith(("https://", "file://")) for link in card["links"]
@@ -374,7 +366,7 @@ def test_worked_examples_on_the_page(built_html: Path, data: Dict[str, Any]) -> 
         html.unescape(re.sub(r"<[^>]+>", " ", table[: table.index("</table>")])).split()
     )
     for model in data["examples"]["models"]:
-        weights = sizing.model_bytes(data, model)
+        weights = model["weights"]
         for machine_id in data["examples"]["machines"]:
             assert sizing.example_cell(data, weights, machine_id) in table, (model, machine_id)
 
