@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
 
+from benchmarks import harness
+
 # name: (the module whose run() runs it, what it measures and where it runs)
 BENCHMARKS: Dict[str, Tuple[str, str]] = {
     "offload": (
@@ -55,7 +57,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return subprocess.run(command, env=env, check=False).returncode
     if arguments[:1] == ["run"] and len(arguments) > 1 and arguments[1] in BENCHMARKS:
         module = importlib.import_module(BENCHMARKS[arguments[1]][0])
-        return int(module.run(arguments[2:]) or 0)
+        try:
+            return int(module.run(arguments[2:]) or 0)
+        except harness.BenchmarkError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
     if arguments == ["list"]:
         for name, (_, what) in BENCHMARKS.items():
             print(f"{name:>22}  {what}")

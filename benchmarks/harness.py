@@ -40,7 +40,12 @@ logger = logging.getLogger(__name__)
 CASE_RESULT_PREFIX = "BENCHMARK_CASE_RESULT "
 
 
-class CaseFailed(Exception):
+class BenchmarkError(Exception):
+    """A benchmark cannot run as asked; the dispatcher prints it as one ``error:`` line and
+    exits 1 (the benchmarks' one error type: library code never exits the process)."""
+
+
+class CaseFailed(BenchmarkError):
     """A case's process exited with an error or printed no result line."""
 
 
@@ -61,7 +66,7 @@ def load_overlay() -> ModuleType:
         return loaded
     spec = importlib.util.spec_from_file_location(OVERLAY_MODULE_NAME, OVERLAY)
     if spec is None or spec.loader is None:
-        raise SystemExit(f"error: cannot import the overlay {str(OVERLAY)!r}")
+        raise BenchmarkError(f"cannot import the overlay {str(OVERLAY)!r}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[OVERLAY_MODULE_NAME] = module
     try:

@@ -76,10 +76,6 @@ ALLOCATOR_VARIABLES = (
 )
 
 
-class HostHeapBenchmarkError(Exception):
-    """The one error this script reports to its user, with what to do about it."""
-
-
 @dataclass(frozen=True)
 class Case:
     """One way of running the burst: an environment, and whether the fork trims.
@@ -213,7 +209,7 @@ class _Libc:
     def fix_trim_threshold(self, nbytes: int) -> None:
         """``mallopt(M_TRIM_THRESHOLD, nbytes)``: the thresholds stay where they are."""
         if self.mallopt is None or self.mallopt(M_TRIM_THRESHOLD, nbytes) != 1:
-            raise HostHeapBenchmarkError("mallopt(M_TRIM_THRESHOLD) is not available here")
+            raise harness.BenchmarkError("mallopt(M_TRIM_THRESHOLD) is not available here")
 
     def allocator(self) -> str:
         """Which allocator serves ``malloc``: jemalloc's version string, or glibc's."""
@@ -376,12 +372,12 @@ def _run_round(
     except threading.BrokenBarrierError:
         for worker in workers:
             worker.join()
-        raise HostHeapBenchmarkError(f"the burst failed: {errors[0] if errors else 'unknown'}")
+        raise harness.BenchmarkError(f"the burst failed: {errors[0] if errors else 'unknown'}")
     for worker in workers:
         worker.join()
     free_end = time.perf_counter()
     if errors:
-        raise HostHeapBenchmarkError(f"the burst failed: {errors[0]}")
+        raise harness.BenchmarkError(f"the burst failed: {errors[0]}")
     alloc_s = allocated_at - start
     free_s = free_end - free_start
     return {
@@ -557,7 +553,7 @@ def run_case(
             command, case_environment(case, jemalloc), timeout_s=args.timeout_s
         )
     except (harness.CaseFailed, subprocess.TimeoutExpired) as error:
-        raise HostHeapBenchmarkError(
+        raise harness.BenchmarkError(
             f"case {case.name!r} at {burst_gib:g} GiB failed: {error}"
         ) from None
 
@@ -682,7 +678,7 @@ def host_heap_result(
 def run_driver(args: argparse.Namespace) -> int:
     """Run every selected case and size ``repeats`` times, then save and print the results."""
     if importlib.util.find_spec("torch") is None:
-        raise HostHeapBenchmarkError(
+        raise harness.BenchmarkError(
             f"torch is not importable from {sys.executable!r}, and the 'fork' case imports the "
             "overlay, which needs it; run this script with a Python that has torch "
             "(e.g. pip install torch)"
@@ -704,7 +700,7 @@ def run_driver(args: argparse.Namespace) -> int:
     needed = int(largest * GiB * 1.15)
     available = harness.meminfo_bytes("MemAvailable") or 0
     if available < needed:
-        raise HostHeapBenchmarkError(
+        raise harness.BenchmarkError(
             f"the {largest:g} GiB burst needs about {needed / GiB:.1f} GiB available, "
             f"but MemAvailable is {available / GiB:.1f} GiB; pass smaller --sizes-gib"
         )
@@ -807,16 +803,11 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
     """Run the benchmark (or, with ``--worker``, one case in this process)."""
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    try:
-        if args.worker:
-            args.burst_gib = args.sizes_gib[0]
-            figures = run_worker(args)
-            harness.print_case_result(figures)
-            return 0
-        return run_driver(args)
-    except HostHeapBenchmarkError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+    if args.worker:
+        args.burst_gib = args.sizes_gib[0]
+        harness.print_case_result(run_worker(args))
+        return 0
+    return run_driver(args)
 
 
 if __name__ == "__main__":

@@ -239,7 +239,7 @@ def build_model(size_gib: int, mix: str) -> Any:
             used += 2 * elements
             index += 1
     else:
-        raise SystemExit(f"unknown mix {mix!r}: see the module's docstring")
+        raise harness.BenchmarkError(f"unknown mix {mix!r}: see the module's docstring")
     return module
 
 
@@ -292,7 +292,7 @@ def run_case(size_gib: int, mix: str, strategy: str, probes: bool = True) -> Dic
 
     chosen = STRATEGIES[strategy]
     if chosen.thp_never and ctypes.CDLL(None).prctl(41, 1, 0, 0, 0) != 0:
-        raise SystemExit("prctl(PR_SET_THP_DISABLE) failed")
+        raise harness.BenchmarkError("prctl(PR_SET_THP_DISABLE) failed")
     overlay = load_overlay()
     move = chosen.prepare(overlay)
     devices = list(range(torch.cuda.device_count()))

@@ -53,6 +53,23 @@ def test_run_hands_its_options_to_the_benchmark(name: str) -> None:
     assert helped.stdout.startswith(f"usage: python -m benchmarks run {name}")
 
 
+def test_a_benchmark_that_cannot_run_is_one_error_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A benchmark's BenchmarkError ends the run with exit status 1 and one ``error:`` line;
+    no library function exits the process itself."""
+    (tmp_path / "refusing.py").write_text(
+        "from benchmarks import harness\n"
+        "def run(argv):\n"
+        "    raise harness.BenchmarkError(f'cannot run with {argv}')\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(dispatcher.BENCHMARKS, "refusing", ("refusing", "a test's benchmark"))
+    assert dispatcher.main(["run", "refusing", "--size", "3"]) == 1
+    assert capsys.readouterr().err == "error: cannot run with ['--size', '3']\n"
+
+
 def test_measuring_never_imports_the_presenter() -> None:
     """The benchmarks write data; the docs' presenter reads it: no import runs the other way."""
     modules = [module for module, _ in dispatcher.BENCHMARKS.values()]
