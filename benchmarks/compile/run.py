@@ -169,7 +169,7 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks run compile",
-        description=__doc__.splitlines()[0],
+        description=__doc__.split("\n\n")[0],
         epilog="Getting the wheels onto the GPU machine: this module's docstring "
         "(benchmarks/compile/run.py) and the docs' benchmarks page.",
     )
