@@ -129,7 +129,7 @@ def cases_of(plan: Sequence[Setting], wheels: Sequence[str], repeats: int) -> Li
 
 
 def run(argv: Optional[Sequence[str]] = None) -> int:
-    """Run the plan's cases, saving the result file after each one."""
+    """Run the plan's cases, saving the result file after each one (once one has succeeded)."""
     args = parse_args(argv)
     wheels = dict(item.split("=", 1) for item in args.wheels)
     plan = [s for s in PLANS[args.plan] if not args.models or s.model in args.models]
@@ -162,14 +162,19 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
         document = harness.result(
             "compile", title, record, MEASURES, done, notes=NOTES, settings=settings
         )
-        harness.save_result(args.out, document)
+        # Until a case succeeds, the file on disk (the record) is left as it is: a run that
+        # cannot compile at all (no GPU, no torch) must not replace it with failures.
+        if any("error" not in case for case in done):
+            harness.save_result(args.out, document)
+    if all("error" in case for case in done):
+        print(f"every case failed: {args.out} left as it was", flush=True)
     return 0 if all("error" not in case for case in done) else 1
 
 
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks run compile",
-        description=__doc__.splitlines()[0],
+        description=__doc__.split("\n\n")[0],
         epilog="Getting the wheels onto the GPU machine: this module's docstring "
         "(benchmarks/compile/run.py) and the docs' benchmarks page.",
     )

@@ -4,6 +4,7 @@ patched wheel from it with the landing page's line."""
 from __future__ import annotations
 
 import html
+import os
 import re
 import subprocess
 import sys
@@ -129,6 +130,11 @@ def test_pip_installs_the_patched_wheel_with_the_landing_pages_line(
     line = next(c for c in _commands((site / "index.html").read_text()) if c.startswith("pip "))
     line = line.replace(INDEX_URL_PLACEHOLDER, (site / "simple").as_uri() + "/")
     target = tmp_path / "target"
+    # An offline run (PIP_NO_INDEX, as the README's offline test command sets) would have pip
+    # ignore the line's --extra-index-url too; there the site is the one index.
+    environment = {k: v for k, v in os.environ.items() if k != "PIP_NO_INDEX"}
+    if os.environ.get("PIP_NO_INDEX"):
+        environment["PIP_INDEX_URL"] = (site / "simple").as_uri() + "/"
     completed = subprocess.run(
         [
             sys.executable,
@@ -138,6 +144,7 @@ def test_pip_installs_the_patched_wheel_with_the_landing_pages_line(
             "--target",
             str(target),
         ],
+        env=environment,
         capture_output=True,
         text=True,
         check=False,
