@@ -2,7 +2,7 @@
 ``.github/workflows/pages.yml``, run in a fresh clone of this repository.
 
 The one place where a test departs from the workflow's lines is written here, in
-:data:`RUN_STEPS`: the workflow builds the whole matrix (about 75 wheels, whose bases a CI
+:data:`RUN_STEPS`: the workflow builds the whole matrix (141 wheels, whose bases a CI
 runner downloads); here the site command gets ``--release``, ``--platform`` and ``--python``
 for the one wheel this machine can install, from the bases the tests already cache.
 """
