@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
 
 import results
+from patched_wheel.matrix import README_COMMAND
 
 REPOSITORY = results.REPOSITORY
 DATA = REPOSITORY / "docsrc" / "_data" / "memory_terms.json"
@@ -206,10 +207,7 @@ def formula(data: Dict[str, Any], setting_id: str, memory: str) -> str:
     return shown[0] if shown[0] == shown[1] else f"{shown[0]} to {shown[1]}"
 
 
-GENERATED = (
-    "Generated from `docsrc/_data/memory_terms.json` by cog: "
-    "`python3 -m cogapp -r -I docsrc/_ext -I tools README.md`."
-)
+GENERATED = f"Generated from `docsrc/_data/memory_terms.json` by cog: `{README_COMMAND}`."
 
 
 def formula_table(data: Dict[str, Any], settings: Sequence[str] = ()) -> results.Table:

@@ -21,11 +21,13 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import jsonschema
+from patched_wheel import matrix
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 RESULTS = REPOSITORY / "benchmarks" / "results"
 SCHEMA = REPOSITORY / "docsrc" / "_data" / "result.schema.json"
 OVERLAY = REPOSITORY / "py" / "torch_tensorrt" / "dynamo" / "utils.py"
+SUPPORTED = REPOSITORY / "docsrc" / "_data" / "supported_matrix.json"
 MiB = 1024**2
 GiB = 1024**3
 
@@ -198,6 +200,12 @@ def case_table(
     ]
     legend = "; ".join(f"{described[k]['label']}: {described[k]['description']}" for k in measures)
     return Table(header, rows, [legend + ".", *document.get("notes", []), source_note(document)])
+
+
+def supported_matrix(path: Path = SUPPORTED) -> Table:
+    """The supported releases, from the matrix command's data file, by the build tool's own
+    table builder (the README's cog block and the docs' directive both show this)."""
+    return Table(*matrix.supported_table(json.loads(path.read_text(encoding="utf-8"))))
 
 
 def markdown(table: Table) -> str:

@@ -20,7 +20,6 @@ dagger when that file measured another overlay than the current one.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -30,7 +29,6 @@ import results
 from docutils import nodes
 from docutils.parsers.rst import directives
 from docutils.parsers.rst.states import Inliner
-from patched_wheel.matrix import supported_table
 from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.docutils import SphinxDirective
@@ -83,16 +81,14 @@ class ReadmeTable(SphinxDirective):
 
 
 class SupportedMatrix(SphinxDirective):
-    """The supported releases, from the matrix command's data file, made by the build tool's
-    own :func:`patched_wheel.matrix.supported_table` (the README's table is made by it too)."""
+    """The supported releases (:func:`results.supported_matrix`)."""
 
     required_arguments = 1
 
     def run(self) -> List[nodes.Node]:
         path = results.REPOSITORY / self.arguments[0]
         self.env.note_dependency(str(path))
-        document = json.loads(path.read_text(encoding="utf-8"))
-        return table_nodes(results.Table(*supported_table(document)))
+        return table_nodes(results.supported_matrix(path))
 
 
 class MemoryDirective(SphinxDirective):
