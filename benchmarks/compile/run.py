@@ -157,18 +157,21 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
                 f"{measured['peak_phase']}",
                 flush=True,
             )
-        settings = {"plan": args.plan, "wheels": wheels, "trt": str(args.trt)}
-        title = "host and GPU memory of torch_tensorrt.compile on TensorRT-RTX, official and fork"
-        document = harness.result(
-            "compile", title, record, MEASURES, done, notes=NOTES, settings=settings
-        )
         # Until a case succeeds, the file on disk (the record) is left as it is: a run that
         # cannot compile at all (no GPU, no torch) must not replace it with failures.
         if any("error" not in case for case in done):
+            title = (
+                "host and GPU memory of torch_tensorrt.compile on TensorRT-RTX, official and fork"
+            )
+            settings = {"plan": args.plan, "wheels": wheels, "trt": str(args.trt)}
+            document = harness.result(
+                "compile", title, record, MEASURES, done, notes=NOTES, settings=settings
+            )
             harness.save_result(args.out, document)
-    if all("error" in case for case in done):
+    failed = sum("error" in case for case in done)
+    if failed == len(done):
         print(f"every case failed: {args.out} left as it was", flush=True)
-    return 0 if all("error" not in case for case in done) else 1
+    return 1 if failed else 0
 
 
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
