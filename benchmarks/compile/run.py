@@ -33,11 +33,13 @@ DEFAULT_OUT = harness.RESULTS / "compile.json"
 
 
 class Setting(NamedTuple):
-    """One case of a plan, run once per wheel: model, offload, trim, more compile options."""
+    """One case of a plan, run once per wheel: model, offload, trim, the runtime (``cpp``, the
+    default, or ``python``: ``use_python_runtime=True``), more compile options."""
 
     model: str
     offload: str
     trim: str = "default"
+    runtime: str = "cpp"
     options: Tuple[Tuple[str, Any], ...] = ()
 
 
@@ -45,17 +47,18 @@ PLANS: Dict[str, List[Setting]] = {
     "smoke": [Setting("mlp-3gib", "on")],
     "record": [
         Setting("mlp-3gib", "on"),
+        Setting("mlp-3gib", "on", runtime="python"),
         Setting("mlp-3gib", "on", "off"),
         Setting("mlp-3gib", "off"),
-        Setting("mlp-3gib", "off", "off"),
         Setting("mlp-12gib", "on"),
+        Setting("mlp-12gib", "on", runtime="python"),
     ],
     # one plan each: a call on the GPU machine may run 10 minutes
     "llama-8b": [Setting("llama-8b", "on")],
     "mlp-24gib": [Setting("mlp-24gib", "on")],
     # upstream's settings that change where the engine's bytes live, at their cost
     "settings": [
-        Setting("mlp-3gib", "on", options=(("use_python_runtime", True),)),
+        Setting("mlp-3gib", "on", runtime="python"),
         Setting("mlp-3gib", "on", options=(("immutable_weights", False),)),
         Setting(
             "mlp-3gib", "on", options=(("immutable_weights", False), ("strip_engine_weights", True))
@@ -114,6 +117,7 @@ def cases_of(plan: Sequence[Setting], wheels: Sequence[str], repeats: int) -> Li
                     continue
                 words = [wheel, setting.model, f"offload {setting.offload}"]
                 words += ["trim off"] * (setting.trim == "off")
+                words += ["Python runtime"] * (setting.runtime == "python")
                 words += [f"{key}={value}" for key, value in setting.options]
                 label = ", ".join(words)
                 slug = re.sub(r"[^a-z0-9]+", "-", label.lower())
@@ -128,16 +132,41 @@ def cases_of(plan: Sequence[Setting], wheels: Sequence[str], repeats: int) -> Li
     return cases
 
 
+def _earlier_cases(
+    path: Path, record: Dict[str, Any], planned: List[Dict[str, Any]]
+) -> Tuple[List[Dict[str, Any]], List[str]]:
+    """The cases of the result file at ``path`` that ``planned`` does not repeat, and the
+    commands that made them; refused unless that file was made by this overlay and revision."""
+    earlier = json.loads(path.read_text(encoding="utf-8"))
+    made_by = earlier.get("provenance", {})
+    for key in ("overlay_sha256", "revision", "dirty"):
+        if made_by.get(key) != record.get(key):
+            raise harness.BenchmarkError(
+                f"--merge: {path} was made with {key} {made_by.get(key)!r}, this run has "
+                f"{record.get(key)!r}; merge only runs of one revision, or drop --merge"
+            )
+    repeated = {case["id"] for case in planned}
+    kept = [case for case in earlier.get("cases", []) if case["id"] not in repeated]
+    commands = [*earlier.get("settings", {}).get("earlier_commands", []), made_by["command"]]
+    return kept, commands
+
+
 def run(argv: Optional[Sequence[str]] = None) -> int:
     """Run the plan's cases, saving the result file after each one (once one has succeeded)."""
     args = parse_args(argv)
     wheels = dict(item.split("=", 1) for item in args.wheels)
     plan = [s for s in PLANS[args.plan] if not args.models or s.model in args.models]
     record = harness.provenance()
+    planned_cases = cases_of(plan, list(wheels), args.repeats)
     done: List[Dict[str, Any]] = []
-    for planned in cases_of(plan, list(wheels), args.repeats):
+    settings: Dict[str, Any] = {"plan": args.plan, "wheels": wheels, "trt": str(args.trt)}
+    if args.merge and args.out.exists():
+        done, settings["earlier_commands"] = _earlier_cases(args.out, record, planned_cases)
+    for planned in planned_cases:
         parameters = planned["parameters"]
-        spec = {key: parameters[key] for key in ("model", "options")}
+        spec = {"model": parameters["model"], "options": dict(parameters["options"])}
+        if parameters["runtime"] == "python":
+            spec["options"]["use_python_runtime"] = True
         spec.update(offload=parameters["offload"] == "on")
         spec.update(check_original=parameters["model"] == "mlp-3gib")
         command = ["-m", "benchmarks.compile.case", json.dumps(spec)]
@@ -163,7 +192,6 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
             title = (
                 "host and GPU memory of torch_tensorrt.compile on TensorRT-RTX, official and fork"
             )
-            settings = {"plan": args.plan, "wheels": wheels, "trt": str(args.trt)}
             document = harness.result(
                 "compile", title, record, MEASURES, done, notes=NOTES, settings=settings
             )
@@ -194,6 +222,12 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds a case may take")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="keep the cases of --out that this run does not repeat (the same overlay and "
+        "revision only): one record from several calls, each within a time limit",
+    )
     args = parser.parse_args(argv)
     bad = [w for w in args.wheels if "=" not in w]
     if bad:

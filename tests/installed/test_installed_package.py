@@ -34,8 +34,8 @@ FORK_CHECKS = {"module": "torch_tensorrt.dynamo.utils", "same_source": True, "sa
 # The fork's definitions spliced into another module than utils: the engine-bytes fix's, only
 # where upstream's convert_module creates the runtime module as the fork's does (2.11).
 ELSEWHERE = {
-    "convert_module": "torch_tensorrt.dynamo.conversion._conversion",
-    "release_serialized_engine": "torch_tensorrt.dynamo.conversion._conversion",
+    name: "torch_tensorrt.dynamo.conversion._conversion"
+    for name in ("convert_module", "_builder_output_handed_on", "_cpp_engine_from_info")
 }
 ENGINE_BYTES_RELEASES = ("2.11.0",)
 # The releases whose own prepare_inputs copies its inputs: only there is the fork's spliced in

@@ -116,7 +116,15 @@ FIXES = (
     ),
     Fix(
         ENGINE_BYTES,
-        ("convert_module", "release_serialized_engine"),
+        (
+            "convert_module",
+            "_builder_output_handed_on",
+            "_BuilderOutput",
+            "_DeferringRuntime",
+            "_TensorRTDeferringRuntime",
+            "_ItemsGivenUp",
+            "_cpp_engine_from_info",
+        ),
         _creates_runtime_module_alike,
         "upstream's convert_module creates the runtime module as the overlay's does",
         config.CONVERSION_TARGET,

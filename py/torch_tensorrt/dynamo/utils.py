@@ -33,7 +33,7 @@ import itertools
 import logging
 import os
 import platform
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import torch
 from torch._subclasses.fake_tensor import unset_fake_temporarily
@@ -475,29 +475,148 @@ def prepare_inputs(inputs: Any, disable_memory_format_check: bool = False) -> An
         )
 
 
-def release_serialized_engine(compiled: Any) -> bool:
-    """Drop a compiled module's serialized engine once its live engine exists.
+class _BuilderOutput:
+    """Stands in for the engine that ``TRTInterpreter.run`` deserializes from the builder's output.
 
-    Upstream's C++-runtime module (``TorchTensorRTModule``) keeps the bytes it deserialized its
-    engine from for its whole life, next to the live engine: W of host memory for a model of
-    size W, half of what a compile with offload leaves behind (measured on TensorRT-RTX,
-    ``benchmarks/results/compile.json``). Nothing reads them while the engine is live: the
-    module's ``get_extra_state`` (saving, pickling) serializes the live engine, and a refit
-    replaces both. Upstream's open pull request 4698 (wrapping the live engine) names the same
-    copy. :func:`convert_module` calls this for that runtime's modules only; a module without a
-    live engine (``lazy_engine_init``) keeps its bytes, which it needs to set the engine up.
-
-    The cost: ``serialized_engine`` reads ``None`` afterwards, and saving the module serializes
-    the engine then (a moment of W of host memory, and the time of one serialization).
-    ``TORCHTRT_KEEP_SERIALIZED_ENGINE=1`` keeps the bytes. Returns whether they were dropped.
+    On TensorRT-RTX (and with ``version_compatible``), ``run`` builds with
+    ``build_serialized_network`` and at once deserializes the result into an engine on the GPU;
+    ``interpret_module_to_result`` then serializes that engine again and copies it through a
+    ``BytesIO``, and the runtime module deserializes the copy a second time. While
+    :func:`_builder_output_handed_on` is in effect, the deserialization in ``run`` makes this
+    object instead: it holds the builder's buffer, and its :meth:`serialize` hands that very
+    buffer on, so the engine is built on the GPU once, by the runtime module, and the host holds
+    one serialized copy fewer. Anything else asked of it (the engine cache's serialization with
+    its own flags) deserializes the real engine first, as upstream would have.
     """
-    if os.environ.get(KEEP_SERIALIZED_ENGINE_ENV_VAR, "0").strip() == "1":
-        return False
-    if getattr(compiled, "engine", None) is None or compiled.serialized_engine is None:
-        return False
-    compiled.serialized_engine = None
-    logger.debug("dropped the serialized engine of %r; its live engine stays", compiled.name)
-    return True
+
+    def __init__(self, serialized: Any, runtime: Any) -> None:
+        self._serialized: Any = serialized
+        self._runtime = runtime
+        self._engine: Any = None
+
+    def __bool__(self) -> bool:
+        return True
+
+    def serialize(self) -> Any:
+        """The builder's buffer, given up: this object holds neither it nor an engine after."""
+        if self._serialized is None:
+            raise RuntimeError(
+                "the builder's serialized engine was already handed on; set "
+                f"{KEEP_SERIALIZED_ENGINE_ENV_VAR}=1 to compile as upstream does"
+            )
+        serialized, self._serialized, self._engine = self._serialized, None, None
+        return serialized
+
+    def __getattr__(self, name: str) -> Any:
+        # Only names this class lacks reach here: they belong to the real engine.
+        if name.startswith("_") or self.__dict__.get("_serialized") is None:
+            raise AttributeError(name)
+        if self._engine is None:
+            logger.debug("deserializing the engine for %r (the engine cache asks for it)", name)
+            self._engine = self._runtime.deserialize_cuda_engine(self._serialized)
+        return getattr(self._engine, name)
+
+
+class _DeferringRuntime:
+    """A ``trt.Runtime`` whose ``deserialize_cuda_engine`` defers to :class:`_BuilderOutput`."""
+
+    def __init__(self, runtime_class: Any, trt_logger: Any) -> None:
+        self._runtime = runtime_class(trt_logger)
+
+    def deserialize_cuda_engine(self, serialized: Any) -> _BuilderOutput:
+        return _BuilderOutput(serialized, self._runtime)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._runtime, name)
+
+
+class _TensorRTDeferringRuntime:
+    """The ``tensorrt`` module as ``TRTInterpreter`` sees it while the builder's output is handed
+    on: every name is TensorRT's, but ``Runtime`` makes a :class:`_DeferringRuntime`."""
+
+    def __init__(self, trt: Any) -> None:
+        self._trt = trt
+
+    def Runtime(self, trt_logger: Any) -> _DeferringRuntime:  # noqa: N802 (TensorRT's name)
+        return _DeferringRuntime(self._trt.Runtime, trt_logger)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._trt, name)
+
+
+@contextlib.contextmanager
+def _builder_output_handed_on() -> Iterator[None]:
+    """While in effect, ``TRTInterpreter.run`` hands the builder's buffer on undeserialized.
+
+    Upstream's interpreter module names TensorRT as its global ``trt``; for the length of the
+    block that name is :class:`_TensorRTDeferringRuntime`, which differs from TensorRT only in
+    the engine that ``Runtime(...).deserialize_cuda_engine`` makes. Only that module's code sees
+    it (the converters and the runtime modules keep their own ``trt``), and the name is put back
+    when the block ends, also on an error. A release whose ``run`` builds the engine directly
+    (standard TensorRT's ``build_engine_with_config``) makes no ``Runtime`` there and is
+    unaffected.
+    """
+    from torch_tensorrt.dynamo.conversion import (  # type: ignore[import-not-found]
+        _TRTInterpreter,
+    )
+
+    trt = getattr(_TRTInterpreter, "trt", None)
+    if trt is None or not hasattr(trt, "Runtime"):
+        yield
+        return
+    _TRTInterpreter.trt = _TensorRTDeferringRuntime(trt)
+    try:
+        yield
+    finally:
+        _TRTInterpreter.trt = trt
+
+
+class _ItemsGivenUp:
+    """An iterable over a list that removes each item from the list as it hands it out, once.
+
+    ``torch.classes.tensorrt.Engine`` takes a list of strings, the serialized engine one of
+    them; TorchScript copies each into its own string, and the engine's constructor copies the
+    list again. A Python list passed in keeps the engine's bytes alive through both copies: three
+    copies at once, where TorchScript's two suffice. Passed this instead, TorchScript holds each
+    item only while it converts it (it iterates the argument once, ``createGenericList``). Should
+    a release of torch iterate twice, the second pass raises instead of handing an empty list to
+    the engine.
+    """
+
+    def __init__(self, items: List[Any]) -> None:
+        self.items = items
+        self.taken = 0
+
+    def __iter__(self) -> _ItemsGivenUp:
+        if self.taken:
+            raise RuntimeError(
+                "torch iterated the engine's information twice; this fork's one-pass hand-over "
+                f"does not fit this torch: set {KEEP_SERIALIZED_ENGINE_ENV_VAR}=1 and report it"
+            )
+        return self
+
+    def __next__(self) -> Any:
+        if not self.items:
+            raise StopIteration
+        self.taken += 1
+        return self.items.pop(0)
+
+
+def _cpp_engine_from_info(engine_info: List[Any]) -> Any:
+    """``torch.classes.tensorrt.Engine`` made from ``engine_info``, which is emptied on the way.
+
+    The caller must hold no other reference to the serialized engine in the list. Where the
+    argument conversion of this torch does not take an iterable (nothing taken yet), the list
+    itself is passed, as upstream does, at the cost of the third copy.
+    """
+    given_up = _ItemsGivenUp(engine_info)
+    try:
+        return torch.classes.tensorrt.Engine(given_up)
+    except (TypeError, RuntimeError):
+        if given_up.taken:
+            raise
+        logger.debug("torch takes no iterable here; the engine's information goes as a list")
+        return torch.classes.tensorrt.Engine(engine_info)
 
 
 def convert_module(
@@ -507,15 +626,28 @@ def convert_module(
     name: str = "",
     engine_cache: Any = None,
 ) -> Any:
-    """Build a TensorRT engine for ``module`` and wrap it in the runtime's module.
+    """Build a TensorRT engine for ``module`` and wrap it in the runtime's module, the engine's
+    bytes alive as few times as possible.
 
     Spliced into upstream's ``dynamo/conversion/_conversion.py`` (not ``dynamo/utils.py``), in
     place of its ``convert_module``, only where upstream's creates the runtime module with the
     same fields as this one. The same steps and the same runtime as upstream's: the C++
     runtime's ``TorchTensorRTModule`` where it is available and ``use_python_runtime`` is off,
     else ``PythonTorchTensorRTModule``; ``settings`` defaults to ``CompilationSettings()``.
-    Then a C++-runtime module lets go of its serialized engine
-    (:func:`release_serialized_engine`), so that the compile keeps the engine once, not twice.
+    What differs is where the engine's bytes live (measured on TensorRT-RTX, docs'
+    benchmarks page):
+
+    * The builder's output is handed on to the runtime module (:func:`_builder_output_handed_on`)
+      instead of being deserialized into an engine, serialized again and copied; on standard
+      TensorRT, whose ``run`` builds the engine directly, upstream's steps stay.
+    * The C++ runtime's module is made with its engine deferred, then given its engine from
+      information that lets go of the bytes as TorchScript copies them (:class:`_ItemsGivenUp`),
+      and it keeps no serialized copy beside its live engine: saving or pickling it serializes
+      the live engine (a moment of W of host memory, and the time of one serialization). A
+      module whose engine is set up later (``lazy_engine_init``, or built for Windows) keeps its
+      bytes, which it needs then, as upstream's does.
+
+    ``TORCHTRT_KEEP_SERIALIZED_ENGINE=1`` keeps upstream's steps and the bytes on the module.
     """
     # Upstream's names, imported when it runs (as in prepare_inputs); this module's own name
     # is read from the module, so that whatever replaced it there (a profiler's wrapper) runs.
@@ -528,8 +660,10 @@ def convert_module(
     )
 
     settings = _settings.CompilationSettings() if settings is None else settings
+    keep = os.environ.get(KEEP_SERIALIZED_ENGINE_ENV_VAR, "0").strip() == "1"
     interpret = _conversion.interpret_module_to_result
-    interpreted = interpret(module, inputs, settings, engine_cache=engine_cache)
+    with contextlib.nullcontext() if keep else _builder_output_handed_on():
+        interpreted = interpret(module, inputs, settings, engine_cache=engine_cache)
     python_asked = settings.use_python_runtime
     cpp_available = ENABLED_FEATURES.torch_tensorrt_runtime
     runtime_module = TorchTensorRTModule
@@ -537,8 +671,11 @@ def convert_module(
         runtime_module = PythonTorchTensorRTModule
         if not python_asked:
             logger.info("The Torch-TensorRT C++ runtime is not available; using the Python one")
+    windows = getattr(settings, "enable_cross_compile_for_windows", False)
+    set_up_now = not (settings.lazy_engine_init or windows)
+    defer = runtime_module is TorchTensorRTModule and set_up_now and not keep
     compiled = runtime_module(
-        serialized_engine=interpreted.serialized_engine,
+        serialized_engine=None if defer else interpreted.serialized_engine,
         input_binding_names=list(interpreted.input_names),
         output_binding_names=list(interpreted.output_names),
         name=name,
@@ -547,7 +684,12 @@ def convert_module(
         requires_output_allocator=interpreted.requires_output_allocator,
         symbolic_shape_expressions=interpreted.symbolic_shape_expressions,
     )
-    del interpreted
-    if runtime_module is TorchTensorRTModule:
-        release_serialized_engine(compiled)
+    if defer:
+        # The bytes go onto the module only to be packed with its other fields, then every
+        # reference but the packed list's is dropped before the engine is made from it.
+        compiled.serialized_engine = interpreted.serialized_engine
+        del interpreted
+        engine_info = compiled._pack_engine_info()
+        compiled.serialized_engine = None
+        compiled.engine = _cpp_engine_from_info(engine_info)
     return compiled
