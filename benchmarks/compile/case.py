@@ -57,6 +57,7 @@ serialize | tensorrt | ICudaEngine.serialize
 trim | torch_tensorrt.dynamo.utils | release_host_and_device_memory
 module creation | torch_tensorrt.dynamo.runtime | TorchTensorRTModule.__init__
 module creation | torch_tensorrt.dynamo.runtime | PythonTorchTensorRTModule.__init__
+module creation | torch_tensorrt.dynamo.conversion._conversion | _cpp_engine_from_info
 """.strip().splitlines()]
 # Llama-3.1-8B's shapes (transformers' LlamaConfig), random weights.
 LLAMA_8B = dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32)
@@ -164,13 +165,90 @@ def _compare(output: Any, reference: Any) -> Dict[str, float]:
     return {"max_abs_error": float(difference.max()), "mean_abs_error": float(difference.mean())}
 
 
+# What a user saves a compiled module as: torch_tensorrt.save's output_format, and the file.
+SAVE_FORMATS = {"exported_program": "module.ep", "torchscript": "module.ts"}
+
+
+def _peak_above(samples: Sequence[Tuple[float, int, int]], start: float, end: float) -> int:
+    """The largest host + GPU of the samples within ``start..end``, above the last before it."""
+    earlier = [h + g for t, h, g in samples if t <= start]
+    within = [h + g for t, h, g in samples if start <= t <= end]
+    if not earlier or not within:
+        return 0
+    return max(within) - earlier[-1]
+
+
+def _save_each_format(
+    compiled: Any, inputs: Sequence[Any], folder: Path, python_runtime: bool
+) -> Dict[str, Tuple[float, float, Optional[str]]]:
+    """Save ``compiled`` in each of :data:`SAVE_FORMATS` (TorchScript only for the C++ runtime's
+    modules): ``format: (start, end, error)``."""
+    import torch_tensorrt
+
+    spans: Dict[str, Tuple[float, float, Optional[str]]] = {}
+    for output_format, name in SAVE_FORMATS.items():
+        if output_format == "torchscript" and python_runtime:
+            continue
+        start, error = time.monotonic(), None
+        try:
+            torch_tensorrt.save(
+                compiled, str(folder / name), output_format=output_format, arg_inputs=list(inputs)
+            )
+        except Exception as failure:  # a save that fails is a figure too (the official wheel's)
+            error = f"{type(failure).__name__}: {failure}"[:500]
+        spans[output_format] = (start, time.monotonic(), error)
+        time.sleep(0.3)
+    return spans
+
+
+def load_case(path: str, inputs_file: str) -> Dict[str, Any]:
+    """``torch_tensorrt.load`` of a saved module in this fresh process, then one run: the
+    host + GPU peak above the values once torch_tensorrt is imported and CUDA is up, and
+    whether the outputs equal those saved beside the inputs."""
+    import torch
+    import torch_tensorrt
+
+    data = torch.load(inputs_file)
+    torch.cuda.init()
+    gpu_used = sampler.gpu_used_reader()
+    samples_file = Path(tempfile.mkdtemp()) / "samples.txt"
+    sampling = [str(os.getpid()), str(INTERVAL_S), str(samples_file)]
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.compile.sampler", *sampling], cwd=harness.REPOSITORY
+    )
+    time.sleep(0.5)
+    before = (sampler.resident_bytes(os.getpid()) or 0) + gpu_used()
+    start = time.monotonic()
+    loaded = torch_tensorrt.load(path)
+    module = loaded.module() if hasattr(loaded, "module") else loaded
+    with torch.no_grad():
+        output = module(*data["inputs"])
+    torch.cuda.synchronize()
+    end = time.monotonic()
+    time.sleep(0.5)
+    kept = (sampler.resident_bytes(os.getpid()) or 0) + gpu_used() - before
+    watcher.terminate()
+    watcher.wait(timeout=60)
+    samples = sampler.read_samples(samples_file)
+    peak = max([h + g for t, h, g in samples if start <= t <= end] or [before]) - before
+    output = output[0] if isinstance(output, (tuple, list)) else output
+    return {
+        "peak_bytes": peak,
+        "kept_bytes": kept,
+        "seconds": round(end - start, 2),
+        "equal": bool(torch.equal(output, data["expected"])),
+    }
+
+
 def run_case(
     model: str,
     offload: bool,
     check_original: bool = False,
     options: Optional[Dict[str, Any]] = None,
+    save: bool = False,
 ) -> Dict[str, Any]:
-    """Compile ``model`` once and return the case's figures (module docstring)."""
+    """Compile ``model`` once and return the case's figures (module docstring); with ``save``,
+    also save the compiled module in each format and load each save in a fresh process."""
     import torch
     import torch_tensorrt
 
@@ -209,10 +287,14 @@ def run_case(
     torch.cuda.empty_cache()
     time.sleep(0.5)
     kept = ((sampler.resident_bytes(os.getpid()) or 0) - before[0], gpu_used() - before[1])
+    folder = Path(tempfile.mkdtemp())
+    python_runtime = bool((options or {}).get("use_python_runtime"))
+    saves = _save_each_format(compiled, inputs, folder, python_runtime) if save else {}
     watcher.terminate()
     watcher.wait(timeout=60)
+    samples = sampler.read_samples(samples_file)
     analysed = analyse(
-        sampler.read_samples(samples_file),
+        samples,
         marks,
         before=before,
         window=(start, end),
@@ -233,8 +315,39 @@ def run_case(
             device = next(module.parameters()).device
             original = _compare(module(*(t.to(device) for t in inputs)), reference)
             figures["original_max_abs_error"] = original["max_abs_error"]
+        expected = compiled(*inputs)
+    errors: Dict[str, str] = {}
+    if saves:
+        import torch
+
+        torch.save({"inputs": inputs, "expected": expected}, folder / "inputs.pt")
+    for output_format, (save_start, save_end, error) in saves.items():
+        short = "ep" if output_format == "exported_program" else "ts"
+        if error is not None:
+            errors[f"save {output_format}"] = error
+            continue
+        figures[f"save_{short}_peak_w"] = round(
+            _peak_above(samples, save_start, save_end) / weights_bytes, 4
+        )
+        figures[f"save_{short}_s"] = round(save_end - save_start, 2)
+        saved = str(folder / SAVE_FORMATS[output_format])
+        spec = {"load": saved, "inputs": str(folder / "inputs.pt")}
+        try:
+            loaded = harness.run_in_fresh_process(
+                ["-m", "benchmarks.compile.case", json.dumps(spec)],
+                env=dict(os.environ),
+                timeout_s=600,
+            )
+        except (harness.CaseFailed, subprocess.TimeoutExpired) as failure:
+            errors[f"load {output_format}"] = str(failure)[-500:]
+            continue
+        figures[f"load_{short}_peak_w"] = round(loaded["peak_bytes"] / weights_bytes, 4)
+        figures[f"load_{short}_kept_w"] = round(loaded["kept_bytes"] / weights_bytes, 4)
+        figures[f"load_{short}_s"] = loaded["seconds"]
+        figures[f"load_{short}_equal"] = int(loaded["equal"])
     trt = importlib.import_module("tensorrt")
     return {
+        "round_trip_errors": errors,
         "figures": figures,
         "peak_phase": analysed["peak_phase"],
         "phases_found": phases,
@@ -253,7 +366,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """``python -m benchmarks.compile.case SPEC``: SPEC is the JSON of :func:`run_case`'s
     keyword arguments (the driver writes it)."""
     spec = json.loads((sys.argv[1:] if argv is None else argv)[0])
-    harness.print_case_result(run_case(**spec))
+    if "load" in spec:
+        harness.print_case_result(load_case(spec["load"], spec["inputs"]))
+    else:
+        harness.print_case_result(run_case(**spec))
     return 0
 
 

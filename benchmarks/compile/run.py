@@ -24,7 +24,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from benchmarks import harness
 from benchmarks.compile.case import MODELS
@@ -41,12 +41,13 @@ class Setting(NamedTuple):
     trim: str = "default"
     runtime: str = "cpp"
     options: Tuple[Tuple[str, Any], ...] = ()
+    save: bool = False
 
 
 PLANS: Dict[str, List[Setting]] = {
     "smoke": [Setting("mlp-3gib", "on")],
     "record": [
-        Setting("mlp-3gib", "on"),
+        Setting("mlp-3gib", "on", save=True),
         Setting("mlp-3gib", "on", runtime="python"),
         Setting("mlp-3gib", "on", "off"),
         Setting("mlp-3gib", "off"),
@@ -86,6 +87,23 @@ mean_abs_error | mean error |  | its mean
 reference_mean_abs | output scale |  | mean absolute value of PyTorch's output
 original_max_abs_error | original model's max error |  | the user's model run after the compile
     (on the CPU after an offload) against its output before
+save_ep_peak_w | save, exported program: peak | W | host + GPU peak while torch_tensorrt.save
+    writes the compiled module as an exported program, above the value just before the save
+save_ts_peak_w | save, TorchScript: peak | W | the same for output_format="torchscript"
+save_ep_s | save, exported program | s | seconds of that save
+save_ts_s | save, TorchScript | s | seconds of that save
+load_ep_peak_w | load, exported program: peak | W | host + GPU peak of torch_tensorrt.load of the
+    exported-program save and one run, in a fresh process, above the value once torch_tensorrt
+    is imported and CUDA is up
+load_ts_peak_w | load, TorchScript: peak | W | the same for the TorchScript save
+load_ep_kept_w | load, exported program: kept | W | host + GPU after that load and run, above the
+    value before
+load_ts_kept_w | load, TorchScript: kept | W | the same for the TorchScript save
+load_ep_s | load, exported program | s | seconds of that load and run
+load_ts_s | load, TorchScript | s | seconds of that load and run
+load_ep_equal | load, exported program: same outputs |  | 1 where the loaded module's output equals
+    the compiled module's, else 0
+load_ts_equal | load, TorchScript: same outputs |  | the same for the TorchScript save
 """)
 NOTES = [
     "W is the model's size (its parameters and buffers); every figure is above the value just "
@@ -132,11 +150,10 @@ def cases_of(plan: Sequence[Setting], wheels: Sequence[str], repeats: int) -> Li
     return cases
 
 
-def _earlier_cases(
-    path: Path, record: Dict[str, Any], planned: List[Dict[str, Any]]
-) -> Tuple[List[Dict[str, Any]], List[str]]:
-    """The cases of the result file at ``path`` that ``planned`` does not repeat, and the
-    commands that made them; refused unless that file was made by this overlay and revision."""
+def _earlier_cases(path: Path, record: Dict[str, Any]) -> Tuple[List[Dict[str, Any]], List[str]]:
+    """The cases of the result file at ``path`` that succeeded, and the commands that made
+    them; refused unless that file was made by this overlay and revision (a case that failed
+    there is left out, to be run again)."""
     earlier = json.loads(path.read_text(encoding="utf-8"))
     made_by = earlier.get("provenance", {})
     for key in ("overlay_sha256", "revision", "dirty"):
@@ -145,10 +162,13 @@ def _earlier_cases(
                 f"--merge: {path} was made with {key} {made_by.get(key)!r}, this run has "
                 f"{record.get(key)!r}; merge only runs of one revision, or drop --merge"
             )
-    repeated = {case["id"] for case in planned}
-    kept = [case for case in earlier.get("cases", []) if case["id"] not in repeated]
+    kept = [case for case in earlier.get("cases", []) if "error" not in case]
     commands = [*earlier.get("settings", {}).get("earlier_commands", []), made_by["command"]]
     return kept, commands
+
+
+def _ids(cases: Sequence[Dict[str, Any]]) -> Set[str]:
+    return {case["id"] for case in cases}
 
 
 def run(argv: Optional[Sequence[str]] = None) -> int:
@@ -161,14 +181,14 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
     done: List[Dict[str, Any]] = []
     settings: Dict[str, Any] = {"plan": args.plan, "wheels": wheels, "trt": str(args.trt)}
     if args.merge and args.out.exists():
-        done, settings["earlier_commands"] = _earlier_cases(args.out, record, planned_cases)
-    for planned in planned_cases:
+        done, settings["earlier_commands"] = _earlier_cases(args.out, record)
+    for planned in (case for case in planned_cases if case["id"] not in _ids(done)):
         parameters = planned["parameters"]
         spec = {"model": parameters["model"], "options": dict(parameters["options"])}
         if parameters["runtime"] == "python":
             spec["options"]["use_python_runtime"] = True
         spec.update(offload=parameters["offload"] == "on")
-        spec.update(check_original=parameters["model"] == "mlp-3gib")
+        spec.update(check_original=parameters["model"] == "mlp-3gib", save=parameters["save"])
         command = ["-m", "benchmarks.compile.case", json.dumps(spec)]
         env = _case_environment(Path(wheels[parameters["wheel"]]), args.trt, parameters["trim"])
         print(f"case {len(done) + 1}: {planned['label']}", flush=True)
@@ -225,8 +245,9 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument(
         "--merge",
         action="store_true",
-        help="keep the cases of --out that this run does not repeat (the same overlay and "
-        "revision only): one record from several calls, each within a time limit",
+        help="keep the cases of --out that succeeded (made by the same overlay and revision "
+        "only) and run only the plan's others: one record from several calls, each within a "
+        "time limit",
     )
     args = parser.parse_args(argv)
     bad = [w for w in args.wheels if "=" not in w]

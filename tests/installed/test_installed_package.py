@@ -15,6 +15,8 @@ from typing import Any, Callable, Dict
 
 import pytest
 from installed_helpers import releases_to_test
+from patched_wheel import config
+from patched_wheel.patch import FIXES
 
 pytestmark = pytest.mark.skipif(
     sys.platform != "linux", reason="the tests install the official wheels' Linux builds"
@@ -34,8 +36,10 @@ FORK_CHECKS = {"module": "torch_tensorrt.dynamo.utils", "same_source": True, "sa
 # The fork's definitions spliced into another module than utils: the engine-bytes fix's, only
 # where upstream's convert_module creates the runtime module as the fork's does (2.11).
 ELSEWHERE = {
-    name: "torch_tensorrt.dynamo.conversion._conversion"
-    for name in ("convert_module", "_builder_output_handed_on", "_cpp_engine_from_info")
+    name: fix.target[: -len(".py")].replace("/", ".")
+    for fix in FIXES
+    if fix.target != config.TARGET
+    for name in fix.functions
 }
 ENGINE_BYTES_RELEASES = ("2.11.0",)
 # The releases whose own prepare_inputs copies its inputs: only there is the fork's spliced in

@@ -653,7 +653,7 @@ def convert_module(
     # is read from the module, so that whatever replaced it there (a profiler's wrapper) runs.
     from torch_tensorrt._features import ENABLED_FEATURES  # type: ignore[import-not-found]
     from torch_tensorrt.dynamo import _settings  # type: ignore[import-not-found]
-    from torch_tensorrt.dynamo.conversion import _conversion  # type: ignore[import-not-found]
+    from torch_tensorrt.dynamo.conversion import _conversion
     from torch_tensorrt.dynamo.runtime import (  # type: ignore[import-not-found]
         PythonTorchTensorRTModule,
         TorchTensorRTModule,
