@@ -225,8 +225,11 @@ def rewrite_metadata_version(metadata: bytes, new_version: str) -> bytes:
 def _shadows_target(name: str, target: str) -> bool:
     """Whether an installer would put the member where Python imports it instead of the
     patched module ``target``: a second copy under ``<name>.data/<scheme>/``, a package of its
-    name, or a ``.so``/``.pyd``/``.pyc`` of its name beside it (under ``purelib`` or
-    ``platlib`` too), compared without case as macOS's and Windows' file systems compare."""
+    name, a ``.so``/``.pyd``/``.pyc`` of its name beside it, or its bytecode in ``__pycache__``
+    beside it (an unchecked-hash ``.pyc`` there runs instead of the source, and ``pip install
+    --no-compile``, uv's default, never rewrites it), under ``purelib`` or ``platlib`` too,
+    compared without case as macOS's and Windows' file systems compare. Refused, not dropped:
+    no official wheel holds bytecode, so a base that does is not one."""
     top, _, rest = name.partition("/")
     if top.endswith(".data"):
         scheme, _, name = rest.partition("/")
@@ -235,7 +238,8 @@ def _shadows_target(name: str, target: str) -> bool:
         if scheme not in ("purelib", "platlib"):
             return False
     path, module = name.casefold(), PurePosixPath(target.casefold())
-    inside = rf"(?s){re.escape(str(module.parent))}/{re.escape(module.stem)}(?:/.*|\.[^/]*)?"
+    folder, stem = re.escape(str(module.parent)), re.escape(module.stem)
+    inside = rf"(?s){folder}/(?:__pycache__/)?{stem}(?:/.*|\.[^/]*)?"
     return path != str(module) and re.fullmatch(inside, path) is not None
 
 

@@ -9,14 +9,28 @@ read from its AST (the build never imports the overlay: it needs torch)."""
 from __future__ import annotations
 
 import ast
+import bisect
 import functools
 import hashlib
 import inspect
 import io
+import itertools
 import re
 import threading
 import tokenize
-from typing import Dict, FrozenSet, Iterable, List, Mapping, NamedTuple, Sequence, Set, Tuple, Union
+from typing import (
+    Dict,
+    FrozenSet,
+    Iterable,
+    List,
+    Mapping,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+    Union,
+)
 
 from . import PatchError
 
@@ -28,9 +42,9 @@ MAX_NESTING = 100
 
 # A line as the tokenizer ends it (not at a form feed, unlike ``str.splitlines``).
 _LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+\Z")
-# What may follow a function's name up to the ``(`` of its call: spaces and newlines, the
-# ``)`` of parentheses around the name, line continuations, comments.
-_CALL_TAIL = r"(?:[\s)\\]|#[^\r\n]*)*\("
+# The tokens that may stand between a function's name and the ``(`` of its call: line breaks
+# inside brackets, comments, the ``)`` of parentheses around the name.
+_CALL_GAP = (tokenize.NL, tokenize.COMMENT)
 
 # A line that may start a top-level statement holding calls (a decorator's line is one).
 _TOP_LEVEL = re.compile(r"(?:@|def\s|async\s+def\s|class\s)")
@@ -327,52 +341,87 @@ def signature_from_ast(function: ast.FunctionDef | ast.AsyncFunctionDef) -> insp
     return inspect.Signature(parameters)
 
 
-def _statements_around(text: str, lines: Set[int], what: str) -> List[Tuple[ast.stmt, int]]:
-    """(statement, line offset) of the top-level statements of ``text`` around ``lines``: only
-    the runs from the closest top-level ``def``, ``class`` or decorator line above each line to
-    the next are parsed (in a third of the time of the whole); where a run does not parse (such
-    a line in a string) the whole source is, so the statements are the whole parse's either way."""
+def _statements_around(text: str, lines: Sequence[int], what: str) -> List[Tuple[ast.stmt, int]]:
+    """(statement, line offset) of the top-level statements of ``text`` around ``lines`` (in
+    order): only the runs from the closest top-level ``def``, ``class`` or decorator line above
+    each line to the next are parsed (in a third of the time of the whole); where a run does not
+    parse (such a line in a string) the whole source is, so the statements are the whole
+    parse's either way. Each run is found by bisection and parsed once: linear in the source."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
         return [(node, 0) for node in parse_source(text, what, compiled=False).body]  # refused
     source = source_lines(text)
-    starts = [1] + [
-        number
-        for number, line in enumerate(source, 1)
-        if _TOP_LEVEL.match(line) and not (number > 1 and source[number - 2].startswith("@"))
-    ]
+    starts = sorted(
+        {1}
+        | {
+            number
+            for number, line in enumerate(source, 1)
+            if _TOP_LEVEL.match(line) and not (number > 1 and source[number - 2].startswith("@"))
+        }
+    )
     statements: List[Tuple[ast.stmt, int]] = []
-    for first in sorted({max(s for s in starts if s <= line) for line in lines}):
-        after = min((s for s in starts if s > first), default=len(source) + 1)
+    for run in sorted({bisect.bisect_right(starts, line) - 1 for line in lines}):
+        first = starts[run]
+        after = starts[run + 1] if run + 1 < len(starts) else len(source) + 1
         try:
             with _AST_LOCK:
-                run = ast.parse("".join(source[first - 1 : after - 1]))
+                parsed = ast.parse("".join(source[first - 1 : after - 1]))
         except (SyntaxError, ValueError, MemoryError, RecursionError):
             return [(node, 0) for node in parse_source(text, what, compiled=False).body]
-        statements += [(node, first - 1) for node in run.body]
+        statements += [(node, first - 1) for node in parsed.body]
     return statements
+
+
+def _call_lines(text: str, names: FrozenSet[str]) -> Optional[List[int]]:
+    """The lines (sorted) where one of ``names`` may be called: the name's line where the
+    tokenizer finds it (not as a ``def`` or ``class`` name) followed by ``(`` through
+    :data:`_CALL_GAP` or ``)``, and every line of an f-string that mentions one (before 3.12
+    the tokenizer gives an f-string whole). One pass of the tokenizer, linear in the source
+    (a regular expression over the text backtracked: 67 bytes of comment hung the build);
+    ``None`` where the tokenizer fails (the whole source is then searched)."""
+    found: Set[int] = set()
+    pending = 0  # the line of a name that a "(" would call; 0: none
+    previous = ""  # the text of the last token that is not a gap
+    # Lines end as the tokenizer reads them (a lone \r ends one too), so lines count as ast's.
+    readline = io.StringIO(text.replace("\r\n", "\n").replace("\r", "\n")).readline
+    try:
+        for token in tokenize.generate_tokens(readline):
+            kind, string = token.type, token.string
+            if kind in _CALL_GAP or (kind == tokenize.OP and string == ")"):
+                continue
+            if kind == tokenize.OP and string == "(" and pending:
+                found.add(pending)
+            if kind == tokenize.STRING and "f" in string.partition(string[-1])[0].lower():
+                if any(name in string for name in names):
+                    found.update(range(token.start[0], token.end[0] + 1))
+            called = kind == tokenize.NAME and string in names and previous not in ("def", "class")
+            pending, previous = token.start[0] if called else 0, string
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return sorted(found)
 
 
 @functools.lru_cache(maxsize=256)
 def _calls(source: bytes, path: str, names: FrozenSet[str]) -> Tuple[CallShape, ...]:
     """(line, name, positional arguments, keywords, spreads) of each call of ``names`` in one
     source, in ``ast.walk``'s order, kept per source (the matrix's 75 wheels hold 6 releases').
-    Only a line where a name is followed by :data:`_CALL_TAIL` (not as a ``def`` or ``class``
-    name) can hold a call: a source with none is not parsed, and the search enters only nodes
-    spanning such a line (as every node enclosing a call does); the AST decides the rest."""
+    Only a line of :func:`_call_lines` can hold a call: a source with none is not parsed, and
+    the search enters only nodes spanning such a line (as every node enclosing a call does;
+    a count of those lines up to each line answers in constant time); the AST decides the
+    rest. Every step is linear in the source, whatever it holds."""
     text = decode_source(source, path)[0]
-    lines = set()
-    for name in names:
-        for match in re.finditer(re.escape(name) + _CALL_TAIL, text):
-            at = match.start()
-            if not text[max(0, at - 64) : at].rstrip(" \t").endswith(("def", "class")):
-                ends = text.count("\n", 0, at) + text.count("\r", 0, at)
-                lines.add(1 + ends - text.count("\r\n", 0, at))
-    if not lines:
+    lines = _call_lines(text, names)
+    if lines == []:
         return ()
+    if lines is None:  # the tokenizer failed: every line
+        lines = list(range(1, len(source_lines(text)) + 2))
+    # up_to[n]: how many of the lines are at most n (lines first..last hold one if it grows).
+    marked = set(lines)
+    up_to = list(itertools.accumulate(number in marked for number in range(lines[-1] + 1)))
 
     def spans_a_line(node: ast.AST, offset: int) -> bool:
         first, last = _span(node)
-        return any(first + offset <= line <= last + offset for line in lines)
+        first, last = first + offset, min(last + offset, lines[-1])
+        return first <= last and up_to[last] > up_to[first - 1]
 
     calls = []
     statements = _statements_around(text, lines, f"upstream's {path}")

@@ -21,7 +21,6 @@ import sys
 import tarfile
 import tempfile
 import zipfile
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
@@ -53,13 +52,19 @@ from .releases import (
     tool_sha256_at,
 )
 from .splice import overlay_from_bytes
-from .wheel import MAX_MEMBERS, BaseWheel, member_count, parse_wheel_name
+from .wheel import (
+    MAX_MEMBERS,
+    ZIP_ERRORS,
+    BaseWheel,
+    member_count,
+    parse_wheel_name,
+    read_member,
+)
 
 SHOWN_DIFFERENCES = 20  # lines of differences shown without --full-diff
 MAX_DIFFERENCES = 2000  # and with it: a report is bounded whatever the input
 MAX_DIFFED_BYTES = 1 << 20  # a text member larger than this is not diffed
 _SHOWN_NAME = 200  # characters of a member's name shown
-_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, ValueError, EOFError, NotImplementedError)
 
 
 @dataclass
@@ -110,7 +115,7 @@ def differences(candidate: bytes, rebuilt: bytes) -> List[str]:
     try:
         archive = zipfile.ZipFile(io.BytesIO(candidate))
         theirs = {i.filename: i for i in archive.infolist()}
-    except _ZIP_ERRORS:
+    except ZIP_ERRORS:
         return ["  it is not a zip file that zipfile reads"]
     rebuilt_zip = zipfile.ZipFile(io.BytesIO(rebuilt))
     ours = {i.filename: i for i in rebuilt_zip.infolist()}
@@ -127,11 +132,10 @@ def differences(candidate: bytes, rebuilt: bytes) -> List[str]:
             lines.append(f"  {shown}: contents differ ({sizes})")
             if name.endswith(("METADATA", ".py", "RECORD")) and other.file_size <= MAX_DIFFED_BYTES:
                 try:
-                    with archive.open(other) as stream:
-                        theirs_data = stream.read(MAX_DIFFED_BYTES)
+                    theirs_data = read_member(archive, other, MAX_DIFFED_BYTES)
                     lines += _changed_middle(theirs_data, rebuilt_zip.read(name))
-                except _ZIP_ERRORS:
-                    lines.append("  (its bytes cannot be read)")
+                except PatchError as error:
+                    lines.append(f"  ({error})")
         elif mine.external_attr != other.external_attr:
             modes = f"{other.external_attr >> 16:o}, the rebuild's {mine.external_attr >> 16:o}"
             lines.append(f"  {shown}: mode {modes}")
@@ -187,25 +191,28 @@ def read_provenance(data: bytes, filename: str) -> Provenance:
     member = provenance_member(parse_wheel_name(filename).dist_info)
     count = member_count(data)  # before zipfile reads the central directory
     if count is None or count > MAX_MEMBERS:
-        states = "no zip end record, or a ZIP64 one" if count is None else f"{count} members"
+        held = "no central directory zipfile reads, or a ZIP64 one" if count is None else ""
         raise PatchError(
-            f"{filename}: its zip has {states}; a patched wheel holds at most {MAX_MEMBERS} "
-            "members and no ZIP64, so this is not one this tool writes"
+            f"{filename}: its zip holds {held or f'more than {MAX_MEMBERS} members'}; a patched "
+            f"wheel holds at most {MAX_MEMBERS} members and no ZIP64, so this is not one this "
+            "tool writes"
         )
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive, archive.open(member) as stream:
-            recorded = stream.read(MAX_PROVENANCE_BYTES + 1)
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            recorded = read_member(archive, archive.getinfo(member), MAX_PROVENANCE_BYTES)
     except KeyError:
         raise PatchError(
             f"{filename}: has no provenance record ({member}), so nothing says which base and "
             "overlay made it; a wheel built before records (label +memfix1) or whose record "
             "was removed cannot be verified: build it again from the official wheel"
         ) from None
-    except _ZIP_ERRORS as error:
+    except ZIP_ERRORS as error:
         raise PatchError(
-            f"{filename}: its provenance record cannot be read "
+            f"{filename}: it is not a zip file that zipfile reads "
             f"({console.escaped(str(error))[:200]})"
         ) from None
+    except PatchError as error:
+        raise PatchError(f"{filename}: its provenance record cannot be read: {error}") from None
     return parse_provenance(recorded, f"{filename}:{member}")
 
 
