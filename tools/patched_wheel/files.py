@@ -64,15 +64,21 @@ def read_regular_file(path: Path, cap: int) -> bytes:
         return stream.read(cap + 1)
 
 
-def read_file(path: Path, *, what: str, cap: int = MAX_WHEEL_BYTES) -> bytes:
-    """:func:`read_regular_file`, refused in one line beyond ``cap`` or where it fails."""
+def read_file(
+    path: Path, *, what: str, cap: int = MAX_WHEEL_BYTES, kind: str = "a wheel file"
+) -> bytes:
+    """:func:`read_regular_file`, refused in one line beyond ``cap`` or where it fails, saying
+    what is wrong and to give ``kind`` (what the caller reads: a wheel, or the overlay)."""
     try:
         data = read_regular_file(path, cap)
     except OSError as error:
         raise PatchError(
             f"{what} {str(path)!r} cannot be read ({error.strerror or error}); give the path "
-            "of a wheel file"
+            f"of {kind}"
         ) from None
     if len(data) > cap:
-        raise PatchError(f"{what} {str(path)!r} is larger than {cap // MiB} MiB; give a wheel")
+        raise PatchError(
+            f"{what} {str(path)!r} is larger than {cap // MiB} MiB, more than {kind} can be; "
+            f"give the path of {kind}"
+        )
     return data

@@ -143,7 +143,7 @@ class PatchedWheel(NamedTuple):
 
 def read_overlay(path: Path = config.DEFAULT_OVERLAY) -> Tuple[splice.OverlayParts, bytes]:
     """(the overlay parsed, its bytes); one line if it cannot be read or spliced."""
-    data = files.read_file(path, what="the overlay", cap=1 << 20)
+    data = files.read_file(path, what="the overlay", cap=1 << 20, kind=config.OVERLAY_KIND)
     return splice.overlay_from_bytes(data, repr(str(path))), data
 
 

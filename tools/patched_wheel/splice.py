@@ -70,13 +70,16 @@ class OverlayParts(NamedTuple):
 _AST_LOCK = threading.Lock()
 
 
-def parse_source(source: str, what: str, *, compiled: bool = True) -> ast.Module:
+def parse_source(
+    source: str, what: str, *, compiled: bool = True, remedy: str = "use the official file"
+) -> ast.Module:
     """``ast.parse`` with every failure (a null byte too) as a refusal, as is a source beyond
-    :data:`MAX_SOURCE_BYTES` or, if it is to be compiled, :data:`MAX_NESTING`."""
+    :data:`MAX_SOURCE_BYTES` or, if it is to be compiled, :data:`MAX_NESTING`; each refusal
+    ends in ``remedy``, what to do (an upstream module and the overlay differ in that)."""
     if len(source.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
         raise PatchError(
             f"{what} is larger than {MAX_SOURCE_BYTES >> 10} KiB, which no official module "
-            "comes near; use the official file"
+            f"comes near; {remedy}"
         )
     try:
         with _AST_LOCK:
@@ -86,7 +89,7 @@ def parse_source(source: str, what: str, *, compiled: bool = True) -> ast.Module
             reason = f"is not valid Python ({error.msg}, line {error.lineno})"
         else:
             reason = f"cannot be parsed as Python ({type(error).__name__}: {error})"
-        raise PatchError(f"{what} {reason}; use the official file, or fix the overlay") from None
+        raise PatchError(f"{what} {reason}; {remedy}") from None
     # The nesting bound, level by level without recursion (a module only searched needs none);
     # ast.iter_child_nodes written out, three times as fast.
     level: List[ast.AST] = [module] if compiled else []
@@ -98,7 +101,7 @@ def parse_source(source: str, what: str, *, compiled: bool = True) -> ast.Module
         line = next((getattr(n, "lineno") for n in level if hasattr(n, "lineno")), "?")
         raise PatchError(
             f"{what} nests deeper than {MAX_NESTING} levels (at line {line}), which no "
-            "official module does; use the official file"
+            f"official module does; {remedy}"
         )
     return module
 
@@ -149,7 +152,8 @@ def overlay_from_bytes(data: bytes, what: str) -> OverlayParts:
     definitions: List[DefinitionNode] = []
     imports: List[Union[ast.Import, ast.ImportFrom]] = []
     constants: List[Union[ast.Assign, ast.AnnAssign]] = []
-    for index, node in enumerate(parse_source(source, "the overlay").body):
+    parsed = parse_source(source, f"the overlay {what}", remedy="fix the overlay")
+    for index, node in enumerate(parsed.body):
         if (index == 0 and _is_docstring(node)) or getattr(node, "module", None) == "__future__":
             continue  # the docstring and ``from __future__`` imports are the overlay's own
         if isinstance(node, DEFINITIONS):

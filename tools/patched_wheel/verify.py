@@ -223,12 +223,15 @@ def verify_bytes(
     lock: Lock,
     cache_dir: Path = config.DEFAULT_CACHE_DIR,
     base_wheel: Optional[Path] = None,
+    base_wheel_source: str = "--base-wheel",
     unlocked: bool = False,
     overlay: Optional[Path] = None,
     repository: Path = config.REPOSITORY,
 ) -> Verification:
     """Judge the wheel whose bytes are ``data`` (see the module docstring); a PatchError only
-    for what stops the judgement itself (no base to be had, git failing)."""
+    for what stops the judgement itself (no base to be had, git failing). ``base_wheel``, the
+    official file if given, came from ``base_wheel_source`` (an option or a variable), which
+    the report and every refusal name."""
     verification = Verification(filename, hashlib.sha256(data).hexdigest())
     refuse = verification.refused  # every NOT verified verdict
     # 1. The provenance, the only thing read from the wheel: capped, bounded, checked.
@@ -304,7 +307,9 @@ def verify_bytes(
         )
     if provenance.source_date_epoch not in (None, date):  # None: a tool that records no time
         return refuse(f"its SOURCE_DATE_EPOCH is not {date}, the time of the release's commit")
-    given = None if overlay is None else files.read_file(overlay, what="--overlay")
+    given = None
+    if overlay is not None:
+        given = files.read_file(overlay, what="--overlay", kind=config.OVERLAY_KIND)
     if given is not None and hashlib.sha256(given).hexdigest() != provenance.overlay_sha256:
         raise PatchError(
             f"--overlay is not the overlay the wheel's record names ({provenance.overlay_sha256}); "
@@ -312,26 +317,32 @@ def verify_bytes(
         )
 
     # 3. The base, by the recorded name and sha256: the wheel's own Python and platform.
-    given_base = base_wheel is not None
+    lines, short = verification.lines, revision[:12]
     if base_wheel is None:
         base_wheel = cached_base(
             base_request(official), official, provenance.base_sha256, cache_dir
         )
-    base_data = files.read_file(base_wheel, what="the base wheel")
-    if hashlib.sha256(base_data).hexdigest() != provenance.base_sha256:
+        what = "the cached base wheel"
+        fix = "it is damaged or was replaced: delete it, and verify again to fetch it"
+    else:
+        what = f"the base wheel given by {base_wheel_source}"
+        option = base_wheel_source.startswith("-")
         fix = (
-            "give that one with --base-wheel, or leave it out to fetch it"
-            if given_base
-            else "the cached file is damaged or was replaced: delete it, and verify again to "
-            "fetch it"
+            f"give that one with {base_wheel_source}, or leave it out to fetch it"
+            if option
+            else f"set {base_wheel_source} to that one, or unset it to fetch it"
         )
+        lines.append(
+            f"base wheel read from {base_wheel_source}: {console.escaped(str(base_wheel))}"
+        )
+    base_data = files.read_file(base_wheel, what=what)
+    if hashlib.sha256(base_data).hexdigest() != provenance.base_sha256:
         raise PatchError(
-            f"the base wheel {str(base_wheel)!r} is not the one the record names (sha256 "
+            f"{what} {str(base_wheel)!r} is not the one the record names (sha256 "
             f"{provenance.base_sha256}); {fix}"
         )
 
     # 4. The rebuild, and the bytes compared.
-    lines, short = verification.lines, revision[:12]
     if provenance.tool_sha256 == tool_sha256():
         lines.append(f"rebuilt here, by this tool (the one revision {short} built with)")
         source = SourceRevision(revision, False, date)
