@@ -59,9 +59,15 @@ def read_regular_file(path: Path, cap: int) -> bytes:
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     descriptor = os.open(path, flags)
     with open(descriptor, "rb") as stream:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
             raise IsADirectoryError(errno.EINVAL, "not a regular file")
-        return stream.read(cap + 1)
+        # A buffer of the file's size, not the cap's (read(cap) reserves the whole cap); more
+        # only if the file grew since.
+        data = stream.read(min(status.st_size, cap) + 1)
+        if len(data) > status.st_size:
+            data += stream.read(cap - len(data) + 1)
+        return data
 
 
 def read_file(
