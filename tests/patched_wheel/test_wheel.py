@@ -165,3 +165,28 @@ def test_an_unlocked_base_with_an_encrypted_record_is_refused_in_one_line(tmp_pa
         with pytest.raises(PatchError) as refused:
             open_base(BaseChoice(wheel=base, unlocked=True), lock=Lock({}))
         names(refused.value, base.name, record)
+
+
+@pytest.mark.parametrize("past", [100, -10], ids=["past-the-end", "in-the-end-record"])
+def test_a_member_whose_entry_points_outside_the_file_is_refused_in_one_line(
+    tmp_path: Path, past: int
+) -> None:
+    """The central directory's offset of a member's local header is the zip's word about
+    itself: pointing past the file, or where no local header is, it is one line, not a
+    traceback from the copy of the member's bytes."""
+    import struct
+
+    from helpers import make_wheel
+    from patched_wheel.lock import Lock, open_base
+    from patched_wheel.settings import BaseChoice
+
+    base = make_wheel(tmp_path)
+    data = bytearray(base.read_bytes())
+    member = b"torch_tensorrt/bin/torchtrtc"
+    entry = data.find(member, data.find(b"PK\x01\x02")) - 46
+    assert data[entry : entry + 4] == b"PK\x01\x02"
+    struct.pack_into("<L", data, entry + 42, len(data) + past)
+    base.write_bytes(bytes(data))
+    with pytest.raises(PatchError) as refused:
+        open_base(BaseChoice(wheel=base, unlocked=True), lock=Lock({}))
+    names(refused.value, base.name, "torchtrtc")

@@ -53,10 +53,9 @@ from .releases import (
 )
 from .splice import overlay_from_bytes
 from .wheel import (
-    MAX_MEMBERS,
     ZIP_ERRORS,
     BaseWheel,
-    member_count,
+    directory_problem,
     parse_wheel_name,
     read_member,
 )
@@ -189,14 +188,9 @@ def read_provenance(data: bytes, filename: str) -> Provenance:
     """The provenance of the wheel whose bytes are ``data``, and nothing else of it; a
     PatchError of one line for a wheel without a provenance or with one this tool never writes."""
     member = provenance_member(parse_wheel_name(filename).dist_info)
-    count = member_count(data)  # before zipfile reads the central directory
-    if count is None or count > MAX_MEMBERS:
-        held = "no central directory zipfile reads, or a ZIP64 one" if count is None else ""
-        raise PatchError(
-            f"{filename}: its zip holds {held or f'more than {MAX_MEMBERS} members'}; a patched "
-            f"wheel holds at most {MAX_MEMBERS} members and no ZIP64, so this is not one this "
-            "tool writes"
-        )
+    problem = directory_problem(data)  # before zipfile reads the central directory
+    if problem is not None:
+        raise PatchError(f"{filename}: {problem}, so this is not a wheel this tool writes")
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             recorded = read_member(archive, archive.getinfo(member), MAX_PROVENANCE_BYTES)

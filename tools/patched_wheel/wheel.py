@@ -190,6 +190,17 @@ def member_count(data: bytes) -> Optional[int]:
     return count
 
 
+def directory_problem(data: bytes) -> Optional[str]:
+    """Why zipfile may not be given ``data``: no directory it reads, a ZIP64 one, or more
+    members than a patched wheel holds (:func:`member_count`); ``None`` if it may."""
+    count = member_count(data)
+    if count is None:
+        return "it is not a zip file (no central directory where zipfile reads one), or a ZIP64 one"
+    if count > MAX_MEMBERS:
+        return f"its zip holds more than {MAX_MEMBERS} members, more than a wheel of this tool"
+    return None
+
+
 def _wheel_file_problems(data: bytes, file_tags: FrozenSet[Tag], build: str) -> List[str]:
     """What a base's WHEEL file says that pip refuses or that contradicts the file name: a
     ``Wheel-Version`` that is not one ``1.x`` (pip refuses another major version; the patched
@@ -231,10 +242,9 @@ class BaseWheel:
         self.filename, self.dist_info = filename, self.name.dist_info
         self.local_install = local_install  # made from an install's files, not an official file
         self.data, self.sha256 = data, sha256 or hashlib.sha256(data).hexdigest()
-        count = member_count(data)  # before zipfile reads the central directory
-        if count is None or count > MAX_MEMBERS:
-            held = "no central directory zipfile reads, or a ZIP64 one" if count is None else ""
-            raise self.refused(held or f"its zip holds more than {MAX_MEMBERS} members")
+        problem = directory_problem(data)  # before zipfile reads the central directory
+        if problem is not None:
+            raise self.refused(problem)
         try:
             self.zip = zipfile.ZipFile(io.BytesIO(data))
             self.infos = tuple(self.zip.infolist())
@@ -278,9 +288,16 @@ class BaseWheel:
 
     def payload(self, info: zipfile.ZipInfo) -> bytes:
         """The member's compressed bytes, where zipfile reads them (the local header's name and
-        extra lengths skipped, the central directory's size taken), as the build copies them."""
-        name_length, extra_length = struct.unpack_from("<HH", self.data, info.header_offset + 26)
-        start = info.header_offset + 30 + name_length + extra_length
+        extra lengths skipped, the central directory's size taken), as the build copies them;
+        refused where the directory puts them elsewhere than in the file (an offset or a size
+        the zip states about itself)."""
+        at = info.header_offset
+        if self.data[at : at + 4] != b"PK\x03\x04" or at + 30 > len(self.data):
+            raise self.refused(f"{ascii(info.filename)} has no local header where its entry says")
+        name_length, extra_length = struct.unpack_from("<HH", self.data, at + 26)
+        start = at + 30 + name_length + extra_length
+        if start + info.compress_size > len(self.data):
+            raise self.refused(f"{ascii(info.filename)} runs past the end of the file")
         return self.data[start : start + info.compress_size]
 
     def inflate_exactly(self, info: zipfile.ZipInfo) -> bytes:
