@@ -84,7 +84,6 @@ def read_file(
         ) from None
     if len(data) > cap:
         raise PatchError(
-            f"{what} {str(path)!r} is larger than {cap // MiB} MiB, more than {kind} can be; "
-            f"give the path of {kind}"
+            f"{what} {str(path)!r} is larger than {cap // MiB} MiB; give the path of {kind}"
         )
     return data

@@ -195,9 +195,9 @@ def directory_problem(data: bytes) -> Optional[str]:
     members than a patched wheel holds (:func:`member_count`); ``None`` if it may."""
     count = member_count(data)
     if count is None:
-        return "it is not a zip file (no central directory where zipfile reads one), or a ZIP64 one"
+        return "it is not a zip file (no central directory where zipfile reads one) or a ZIP64 one"
     if count > MAX_MEMBERS:
-        return f"its zip holds more than {MAX_MEMBERS} members, more than a wheel of this tool"
+        return f"its zip holds more than {MAX_MEMBERS} members"
     return None
 
 
