@@ -42,9 +42,6 @@ MAX_NESTING = 100
 
 # A line as the tokenizer ends it (not at a form feed, unlike ``str.splitlines``).
 _LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+\Z")
-# The tokens that may stand between a function's name and the ``(`` of its call: line breaks
-# inside brackets, comments, the ``)`` of parentheses around the name.
-_CALL_GAP = (tokenize.NL, tokenize.COMMENT)
 
 # A line that may start a top-level statement holding calls (a decorator's line is one).
 _TOP_LEVEL = re.compile(r"(?:@|def\s|async\s+def\s|class\s)")
@@ -375,32 +372,24 @@ def _statements_around(text: str, lines: Sequence[int], what: str) -> List[Tuple
     return statements
 
 
-def _call_lines(text: str, names: FrozenSet[str]) -> Optional[List[int]]:
-    """The lines (sorted) where one of ``names`` may be called: the name's line where the
-    tokenizer finds it (not as a ``def`` or ``class`` name) followed by ``(`` through
-    :data:`_CALL_GAP` or ``)``, and every line of an f-string that mentions one (before 3.12
-    the tokenizer gives an f-string whole). One pass of the tokenizer, linear in the source
-    (a regular expression over the text backtracked: 67 bytes of comment hung the build);
-    ``None`` where the tokenizer fails (the whole source is then searched)."""
-    found: Set[int] = set()
-    pending = 0  # the line of a name that a "(" would call; 0: none
-    previous = ""  # the text of the last token that is not a gap
-    # Lines end as the tokenizer reads them (a lone \r ends one too), so lines count as ast's.
-    readline = io.StringIO(text.replace("\r\n", "\n").replace("\r", "\n")).readline
-    try:
-        for token in tokenize.generate_tokens(readline):
-            kind, string = token.type, token.string
-            if kind in _CALL_GAP or (kind == tokenize.OP and string == ")"):
-                continue
-            if kind == tokenize.OP and string == "(" and pending:
-                found.add(pending)
-            if kind == tokenize.STRING and "f" in string.partition(string[-1])[0].lower():
-                if any(name in string for name in names):
-                    found.update(range(token.start[0], token.end[0] + 1))
-            called = kind == tokenize.NAME and string in names and previous not in ("def", "class")
-            pending, previous = token.start[0] if called else 0, string
-    except (tokenize.TokenError, SyntaxError):
-        return None
+def _call_lines(text: str, names: FrozenSet[str]) -> List[int]:
+    """The lines (sorted) where one of ``names`` may be called: the name's line wherever it is
+    followed, through spaces, line ends and ``)``, by ``(``, ``#`` or ``\\`` (a comment or a line
+    continuation may stand before the ``(``), not as a ``def`` or ``class`` name. A superset of
+    the lines of calls, which the AST then decides; one pass, linear in the source: the one
+    quantifier is over characters that cannot start a name, so no two tries overlap (a tail
+    of nested quantifiers backtracked: 67 bytes of comment hung the build), and lines are
+    counted from one match to the next, not from the start each time."""
+    alternatives = "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
+    found, line, counted = set(), 1, 0
+    for match in re.finditer(rf"(?:{alternatives})[\s)]*[(#\\]", text):
+        at = match.start()
+        if text[max(0, at - 64) : at].rstrip(" \t").endswith(("def", "class")):
+            continue
+        line += text.count("\n", counted, at) + text.count("\r", counted, at)
+        line -= text.count("\r\n", counted, at)
+        counted = at
+        found.add(line)
     return sorted(found)
 
 
@@ -414,10 +403,8 @@ def _calls(source: bytes, path: str, names: FrozenSet[str]) -> Tuple[CallShape, 
     rest. Every step is linear in the source, whatever it holds."""
     text = decode_source(source, path)[0]
     lines = _call_lines(text, names)
-    if lines == []:
+    if not lines:
         return ()
-    if lines is None:  # the tokenizer failed: every line
-        lines = list(range(1, len(source_lines(text)) + 2))
     # up_to[n]: how many of the lines are at most n (lines first..last hold one if it grows).
     marked = set(lines)
     up_to = list(itertools.accumulate(number in marked for number in range(lines[-1] + 1)))
