@@ -368,6 +368,8 @@ def _call_lines(text: str, names: FrozenSet[str]) -> List[int]:
     quantifier is over characters that cannot start a name, so no two tries overlap (a tail
     of nested quantifiers backtracked: 67 bytes of comment hung the build), and lines are
     counted from one match to the next, not from the start each time."""
+    if not names:
+        return []
     alternatives = "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
     found, line, counted = set(), 1, 0
     for match in re.finditer(rf"(?:{alternatives})[\s)]*[(#\\]", text):
