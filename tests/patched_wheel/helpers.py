@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import zipfile
@@ -80,6 +81,27 @@ def make_wheel(
             info.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(info, data)
     return path
+
+
+def marked(data: bytes, member: str, *, encrypted: bool = False, method: int = -1) -> bytes:
+    """The zip ``data`` with ``member``'s headers (local and central) saying it is encrypted,
+    or compressed with ``method``; its bytes unchanged, as a crafted file would have them."""
+    out, found = bytearray(data), 0
+    for signature, flags, name_length, name in (
+        (b"PK\x03\x04", 6, 26, 30),
+        (b"PK\x01\x02", 8, 28, 46),
+    ):
+        at = out.find(signature)
+        while at >= 0:
+            length = struct.unpack_from("<H", out, at + name_length)[0]
+            if out[at + name : at + name + length] == member.encode():
+                out[at + flags] |= 1 if encrypted else 0
+                if method >= 0:
+                    struct.pack_into("<H", out, at + flags + 2, method)
+                found += 1
+            at = out.find(signature, at + 4)
+    assert found == 2, f"{member} not found in both headers"
+    return bytes(out)
 
 
 def write_lock(path: Path, *wheels: Path) -> Path:

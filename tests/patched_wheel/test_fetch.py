@@ -18,6 +18,7 @@ from helpers import (
     Released,
     build,
     names,
+    record_hash,
     refusal,
     run_tool,
     source_build,
@@ -181,3 +182,25 @@ def test_a_damaged_cached_base_is_to_be_deleted(released: Released) -> None:
     done = run_tool(repo, "verify", str(wheel), "--lock", str(lock), "--cache", str(cache))
     refusal(done, repr(str(base)), "delete it")
     assert base.read_bytes().endswith(b"damage")  # the tool deletes nothing of the cache
+
+
+def test_a_local_install_reads_each_file_once(tmp_path: Path) -> None:
+    """A RECORD that lists one file many times would read it that many times (each up to the
+    cap of a wheel): a repeated row is refused, and the files' sum is bounded."""
+    from packaging.utils import canonicalize_name
+    from patched_wheel.fetch import local_install_wheel
+    from patched_wheel.settings import BaseRequest
+
+    dist_info = "torch_tensorrt-2.99.0.dist-info"
+    (tmp_path / "torch_tensorrt").mkdir()
+    (tmp_path / dist_info).mkdir()
+    data = b"x" * (1 << 20)
+    (tmp_path / "torch_tensorrt" / "big.py").write_bytes(data)
+    row = f"torch_tensorrt/big.py,{record_hash(data)},{len(data)}\n"
+    (tmp_path / dist_info / "RECORD").write_text(row * 5000)  # 5 GB read, before
+    request = BaseRequest(
+        "2.99.0", "manylinux_2_28_x86_64", "3.11", canonicalize_name("torch-tensorrt")
+    )
+    with pytest.raises(PatchError) as refused:
+        local_install_wheel((request, "2.99.0", tmp_path, dist_info))
+    names(refused.value, "torch_tensorrt/big.py", "twice")

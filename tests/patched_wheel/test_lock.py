@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Dict, Tuple
 
 import pytest
-from helpers import RTX, make_wheel, names, refusal, run_tool, write_lock
+from helpers import RTX, TAGS, make_wheel, names, refusal, run_tool, write_lock
 from patched_wheel import PatchError
 from patched_wheel.config import (
     DEFAULT_RELEASE,
@@ -214,6 +214,30 @@ DIST_INFO = "torch_tensorrt-2.99.0.dist-info"
             {},
             ("WHEEL's Tag",),
             id="wheel-tags",
+        ),
+        pytest.param(
+            {f"{DIST_INFO}/WHEEL": f"Wheel-Version: 9.0\nTag: {TAGS}\n".encode()},
+            {},
+            ("Wheel-Version '9.0'",),
+            id="wheel-version-9",  # round 1 refused it; its check went with its reader (7f2b3f1)
+        ),
+        pytest.param(
+            {f"{DIST_INFO}/WHEEL": f"Tag: {TAGS}\n".encode()},
+            {},
+            ("Wheel-Version none",),
+            id="no-wheel-version",
+        ),
+        pytest.param(
+            {f"{DIST_INFO}/WHEEL": f"Wheel-Version: 1.0\nBuild: 7\nTag: {TAGS}\n".encode()},
+            {},
+            ("WHEEL's Build",),
+            id="wheel-build-tag",
+        ),
+        pytest.param(
+            {f"{DIST_INFO}/WHEEL": b"Wheel-Version: 1.0\nTag: cp311\n"},
+            {},
+            ("WHEEL's Tag",),
+            id="malformed-tag",
         ),
         pytest.param(
             {f"{DIST_INFO}/METADATA": b"Name: torch_tensorrt\nVersion: 2.98.0\n\n"},

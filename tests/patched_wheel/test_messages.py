@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import List
 
 import pytest
-from helpers import make_wheel, names, refusal, run_tool
+from helpers import TAGS, Released, build, make_wheel, names, refusal, run_tool
 from patched_wheel.config import DEFAULT_RELEASE, REPOSITORY
 
 
@@ -140,3 +140,62 @@ def test_build_sdist_refuses_an_odd_source_date_epoch_in_one_line(
         backend.build_sdist(str(tmp_path))
     assert names(refused.value.code, f"SOURCE_DATE_EPOCH={epoch!r}").startswith("error: ")
     assert not list(tmp_path.iterdir())
+
+
+def test_a_refusal_to_read_the_overlay_asks_for_an_overlay(tmp_path: Path) -> None:
+    """Missing, a folder, or larger than any overlay: the refusal names the path and what to
+    give, an overlay; it never asks for a wheel file."""
+    from patched_wheel import PatchError
+    from patched_wheel.config import OVERLAY_PATH
+    from patched_wheel.patch import read_overlay
+
+    (tmp_path / "large.py").write_bytes(b"#" * (2 << 20))
+    for path in (tmp_path / "missing.py", tmp_path, tmp_path / "large.py"):
+        with pytest.raises(PatchError) as refused:
+            read_overlay(path)
+        text = names(refused.value, str(path), "overlay", OVERLAY_PATH)
+        assert "wheel" not in text, text
+
+
+def test_verify_names_the_variable_it_read_the_base_from(
+    tmp_path: Path, released: Released
+) -> None:
+    """With TORCHTRT_BASE_WHEEL set, verify reads the base from it: its report says so, and a
+    refusal of that file names the variable (not --base-wheel, which was not given)."""
+    repo, base, lock, cache = released
+    wheel = build(repo, base, lock)
+    options = ("--lock", str(lock), "--cache", str(cache))
+    done = run_tool(repo, "verify", str(wheel), *options, TORCHTRT_BASE_WHEEL=str(base))
+    assert done.returncode == 0, done.stderr
+    names(
+        next(line for line in done.stdout.splitlines() if str(base) in line), "TORCHTRT_BASE_WHEEL"
+    )
+    other = make_wheel(tmp_path / "other", version="2.99.0", utils=b"x = 1\n")
+    done = run_tool(repo, "verify", str(wheel), *options, TORCHTRT_BASE_WHEEL=str(other))
+    text = refusal(done, "TORCHTRT_BASE_WHEEL", str(other))
+    assert "--base-wheel" not in text, text
+
+
+def test_the_revision_line_says_plainly_whether_the_build_was_clean() -> None:
+    """One statement per state, no double negative: a clean build's line denies nothing, a
+    dirty one's says it is dirty, an unknown one's says it is not known."""
+    from helpers import ORIGIN
+    from patched_wheel.provenance import Provenance, format_provenance
+
+    lines = {}
+    for dirty in (False, True, None):
+        provenance = Provenance(
+            "2.99.0+memfix1.2",
+            "memfix1.2",
+            f"torch_tensorrt-2.99.0-{TAGS}.whl",
+            "0" * 64,
+            "1" * 64,
+            ORIGIN.revision.revision,
+            dirty,
+            "2" * 64,
+        )
+        shown = format_provenance(provenance).splitlines()
+        lines[dirty] = next(line for line in shown if line.startswith("revision:"))
+    assert len(set(lines.values())) == 3, lines
+    assert not {"not", "no"} & set(lines[False].replace("(", " ").split()), lines[False]
+    assert "dirty" in lines[True] and "not known" in lines[None], lines

@@ -421,3 +421,64 @@ def test_the_call_sites_of_every_official_base_are_the_whole_parses(
     splice._calls.cache_clear()
     assert sum(map(len, found[True].values())) > 50  # prepare_inputs, deallocate_module, ...
     assert found[False] == found[True]
+
+
+# Sources up to the size the build takes, each built to defeat a scan that backtracks or that
+# redoes work per call: one comment line after a name (67 bytes hung the build), a comment of
+# names, names on comment lines, a definition and a call on every line pair.
+_HOSTILE = {
+    "comment line": 'b"deallocate_module" + b"#" * 50 + b"\\n"',
+    "comment of names": 'b"deallocate_module #" * 26000 + b"\\n"',
+    "comment lines of names": 'b"#deallocate_module\\n" * 26000 + b"deallocate_module(1)\\n"',
+    "calls": 'b"def f():\\n" + b"    deallocate_module(x)\\n" * 20000',
+    "definitions and calls": 'b"".join(b"def f%d():\\n deallocate_module(1)\\n" % i for i in range(14000))',
+}
+
+
+@pytest.mark.parametrize("source", _HOSTILE.values(), ids=_HOSTILE.keys())
+def test_the_call_site_scan_is_linear_in_any_source(source: str) -> None:
+    """Each hostile source is scanned in a fresh process within a bound a linear scan meets
+    many times over (about a second here; the backtracking scan never ended on the first, and
+    took 17 s on 340 KB of the last)."""
+    import subprocess
+    import sys
+
+    from patched_wheel.config import REPOSITORY
+    from patched_wheel.splice import MAX_SOURCE_BYTES
+
+    code = (
+        f"from patched_wheel.splice import _calls\nsource = {source}\n"
+        f"assert len(source) <= {MAX_SOURCE_BYTES}, len(source)\n"
+        "print(len(_calls(source, 'm.py', frozenset({'deallocate_module'}))))\n"
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=REPOSITORY / "tools",  # the package, as the tests import it
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the scan of {len(eval(source)) >> 10} KiB ran past 20 s")
+    assert done.returncode == 0, done.stderr
+
+
+def test_an_unlocked_build_of_a_base_with_a_backtracking_line_ends(tmp_path: Path) -> None:
+    """The 67-byte comment line that hung ``build --unlocked`` (and ``verify --unlocked``
+    and the local-install route, through the same scan) in a module of the base."""
+    import subprocess
+    import sys
+
+    from helpers import make_wheel
+    from patched_wheel.config import REPOSITORY, TOOL_PATH
+
+    line = b"deallocate_module" + b"#" * 50 + b"\n"
+    base = make_wheel(tmp_path, {"torch_tensorrt/other.py": b"import os\n" + line})
+    command = [sys.executable, str(REPOSITORY / TOOL_PATH), "build", "--base-wheel", str(base)]
+    command += ["--unlocked", "--out", str(tmp_path / "out")]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("build --unlocked ran past 120 s on one comment line")
+    assert done.returncode == 0, done.stderr

@@ -140,18 +140,18 @@ def _index(args: argparse.Namespace) -> None:
     print(f"{console.escaped(str(index_dir))}: {_install_line(index_dir)}")
 
 
-def _environment_base_wheel() -> Optional[Path]:
-    """``TORCHTRT_BASE_WHEEL``, which pip's refusals advise, for ``verify`` as for ``build``."""
-    value = os.environ.get("TORCHTRT_BASE_WHEEL")
-    return Path(value).expanduser() if value else None
-
-
 def _verify(args: argparse.Namespace) -> None:
+    # --base-wheel, else TORCHTRT_BASE_WHEEL (which pip's refusals advise), as for build.
+    base_wheel, source = args.base_wheel, "--base-wheel"
+    if base_wheel is None and os.environ.get("TORCHTRT_BASE_WHEEL"):
+        base_wheel = Path(os.environ["TORCHTRT_BASE_WHEEL"]).expanduser()
+        source = "TORCHTRT_BASE_WHEEL"
     verification = verify.verify_file(
         args.patched_wheel,
         lock=lock.load_lock(args.lock),
         cache_dir=args.cache,
-        base_wheel=args.base_wheel or _environment_base_wheel(),
+        base_wheel=base_wheel,
+        base_wheel_source=source,
         unlocked=args.unlocked or settings.unlocked_from_environment(os.environ),
         overlay=args.overlay,
     )

@@ -12,6 +12,7 @@ from pathlib import Path
 REPOSITORY = Path(__file__).resolve().parents[2]
 OVERLAY_PATH = "py/torch_tensorrt/dynamo/utils.py"  # as git names it
 DEFAULT_OVERLAY = REPOSITORY.joinpath(*OVERLAY_PATH.split("/"))
+OVERLAY_KIND = f"an overlay, a Python file such as {OVERLAY_PATH}"  # what a refusal asks for
 TOOL_PATH = "tools/patched_wheel"
 OVERLAY_RELEASES_FILE = Path(__file__).resolve().with_name("overlay_releases.json")
 LOCK_FILE = Path(__file__).resolve().with_name("official_wheels.lock.json")

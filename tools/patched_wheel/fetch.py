@@ -28,7 +28,7 @@ from packaging.version import InvalidVersion, Version
 
 from . import PatchError, config, files, settings
 from .releases import split_label
-from .wheel import header_values, record_hash, record_text
+from .wheel import MAX_UNPACKED_BYTES, header_values, record_hash, record_text
 
 logger = logging.getLogger(__name__)
 
@@ -200,18 +200,29 @@ def local_install_wheel(installed: Installed) -> Tuple[bytes, str]:
         raise PatchError(f"{what}: its RECORD cannot be read ({error}); reinstall it") from None
     members: List[Tuple[str, bytes, int]] = []  # (path, bytes, mode)
     problems: List[str] = []
+    # The files add up to at most what an unlocked wheel may unpack to, each read once: a
+    # RECORD that lists one large file many times costs no more than the bytes on disk.
+    budget, seen = MAX_UNPACKED_BYTES, set()
     for row in filter(None, rows):
         path = row[0] if len(row) == 3 else ""
         parts = path.replace("\\", "/").split("/")  # an empty part: no path, or an absolute one
         installer_file = parts[0] == dist_info and parts[-1] in _INSTALLER_FILES
         if {"", "..", "__pycache__"} & set(parts) or installer_file:
             continue  # not a file of the install folder (scripts), bytecode, an installer's file
+        if path in seen:
+            problems.append(f"{path} is listed twice")
+            continue
+        seen.add(path)
         try:  # within the cap of a wheel: a FIFO or a link to /dev/zero is never read
-            data = files.read_regular_file(root / path, config.MAX_WHEEL_BYTES)
+            data = files.read_regular_file(root / path, min(budget, config.MAX_WHEEL_BYTES))
             mode = os.stat(root / path).st_mode & 0o777
         except OSError:
             problems.append(f"{path} is missing or not a regular file")
             continue
+        budget -= len(data)
+        if budget < 0:
+            problems.append(f"its files add up to more than {MAX_UNPACKED_BYTES >> 30} GiB")
+            break
         if (record_hash(data), str(len(data))) != (row[1], row[2]):
             problems.append(f"{path} differs from its RECORD row")
         else:

@@ -59,20 +59,31 @@ def read_regular_file(path: Path, cap: int) -> bytes:
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     descriptor = os.open(path, flags)
     with open(descriptor, "rb") as stream:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
             raise IsADirectoryError(errno.EINVAL, "not a regular file")
-        return stream.read(cap + 1)
+        # A buffer of the file's size, not the cap's (read(cap) reserves the whole cap); more
+        # only if the file grew since.
+        data = stream.read(min(status.st_size, cap) + 1)
+        if len(data) > status.st_size:
+            data += stream.read(cap - len(data) + 1)
+        return data
 
 
-def read_file(path: Path, *, what: str, cap: int = MAX_WHEEL_BYTES) -> bytes:
-    """:func:`read_regular_file`, refused in one line beyond ``cap`` or where it fails."""
+def read_file(
+    path: Path, *, what: str, cap: int = MAX_WHEEL_BYTES, kind: str = "a wheel file"
+) -> bytes:
+    """:func:`read_regular_file`, refused in one line beyond ``cap`` or where it fails, saying
+    what is wrong and to give ``kind`` (what the caller reads: a wheel, or the overlay)."""
     try:
         data = read_regular_file(path, cap)
     except OSError as error:
         raise PatchError(
             f"{what} {str(path)!r} cannot be read ({error.strerror or error}); give the path "
-            "of a wheel file"
+            f"of {kind}"
         ) from None
     if len(data) > cap:
-        raise PatchError(f"{what} {str(path)!r} is larger than {cap // MiB} MiB; give a wheel")
+        raise PatchError(
+            f"{what} {str(path)!r} is larger than {cap // MiB} MiB; give the path of {kind}"
+        )
     return data

@@ -21,7 +21,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 from urllib.parse import quote
 
 from . import PatchError, config, console, files
-from .wheel import header_values, parse_wheel_name
+from .wheel import header_values, parse_wheel_name, read_member
 
 logger = logging.getLogger(__name__)
 
@@ -66,8 +66,8 @@ def index_pages(wheels: Sequence[IndexedWheel]) -> Dict[str, str]:
 def indexed_wheel(data: bytes, filename: str) -> IndexedWheel:
     """The index's entry of a wheel from its bytes (the ones the check judged)."""
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        with archive.open(f"{parse_wheel_name(filename).dist_info}/METADATA") as stream:
-            requires = header_values(stream.read(1 << 20), "Requires-Python")
+        info = archive.getinfo(f"{parse_wheel_name(filename).dist_info}/METADATA")
+        requires = header_values(read_member(archive, info, 1 << 20), "Requires-Python")
     return filename, hashlib.sha256(data).hexdigest(), requires[0] if requires else None
 
 

@@ -52,19 +52,24 @@ def _defines(name: str) -> Tuple[Hook, str]:
 def _copies_tensor_input(module: ast.Module, overlay: Mapping[str, splice.DefinitionNode]) -> bool:
     """The hook of ``input-copy``: upstream's ``prepare_inputs`` has a branch taken for a
     ``torch.Tensor`` input (an ``isinstance`` test naming ``Tensor``) that calls
-    ``torch.tensor(...)`` on it, a full copy (2.10, 2.11; 2.12 passes the tensor as it is)."""
+    ``torch.tensor(...)`` on it, a full copy (2.10, 2.11; 2.12 passes the tensor as it is).
+    One walk, each node once, marked by whether it lies in such a branch (walking each
+    branch's body again made nested branches cost their depth times the module)."""
     function = splice.top_level_definitions(module).get("prepare_inputs")
-    for node in ast.walk(function) if function is not None else []:
-        test = node.test if isinstance(node, ast.If) else None
-        if not (isinstance(test, ast.Call) and getattr(test.func, "id", None) == "isinstance"):
-            continue
-        if not any(isinstance(n, ast.Attribute) and n.attr == "Tensor" for n in ast.walk(test)):
-            continue
-        body = getattr(node, "body", [])
-        for call in (n for statement in body for n in ast.walk(statement)):
-            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
-                if call.func.attr == "tensor" and getattr(call.func.value, "id", None) == "torch":
-                    return True
+    todo: List[Tuple[ast.AST, bool]] = [(function, False)] if function is not None else []
+    while todo:
+        node, in_branch = todo.pop()
+        func = getattr(node, "func", None)
+        if in_branch and isinstance(func, ast.Attribute) and func.attr == "tensor":
+            if getattr(func.value, "id", None) == "torch":
+                return True
+        test = getattr(node, "test", None) if isinstance(node, ast.If) else None
+        if isinstance(test, ast.Call) and getattr(test.func, "id", None) == "isinstance":
+            if any(isinstance(n, ast.Attribute) and n.attr == "Tensor" for n in ast.walk(test)):
+                todo += [(statement, True) for statement in getattr(node, "body")]
+                todo += [(child, in_branch) for child in [test, *getattr(node, "orelse")]]
+                continue
+        todo += [(child, in_branch) for child in ast.iter_child_nodes(node)]
     return False
 
 
@@ -151,7 +156,7 @@ class PatchedWheel(NamedTuple):
 
 def read_overlay(path: Path = config.DEFAULT_OVERLAY) -> Tuple[splice.OverlayParts, bytes]:
     """(the overlay parsed, its bytes); one line if it cannot be read or spliced."""
-    data = files.read_file(path, what="the overlay", cap=1 << 20)
+    data = files.read_file(path, what="the overlay", cap=1 << 20, kind=config.OVERLAY_KIND)
     return splice.overlay_from_bytes(data, repr(str(path))), data
 
 
@@ -233,8 +238,11 @@ def rewrite_metadata_version(metadata: bytes, new_version: str) -> bytes:
 def _shadows_target(name: str, target: str) -> bool:
     """Whether an installer would put the member where Python imports it instead of the
     patched module ``target``: a second copy under ``<name>.data/<scheme>/``, a package of its
-    name, or a ``.so``/``.pyd``/``.pyc`` of its name beside it (under ``purelib`` or
-    ``platlib`` too), compared without case as macOS's and Windows' file systems compare."""
+    name, a ``.so``/``.pyd``/``.pyc`` of its name beside it, or its bytecode in ``__pycache__``
+    beside it (an unchecked-hash ``.pyc`` there runs instead of the source, and ``pip install
+    --no-compile``, uv's default, never rewrites it), under ``purelib`` or ``platlib`` too,
+    compared without case as macOS's and Windows' file systems compare. Refused, not dropped:
+    no official wheel holds bytecode, so a base that does is not one."""
     top, _, rest = name.partition("/")
     if top.endswith(".data"):
         scheme, _, name = rest.partition("/")
@@ -243,7 +251,8 @@ def _shadows_target(name: str, target: str) -> bool:
         if scheme not in ("purelib", "platlib"):
             return False
     path, module = name.casefold(), PurePosixPath(target.casefold())
-    inside = rf"(?s){re.escape(str(module.parent))}/{re.escape(module.stem)}(?:/.*|\.[^/]*)?"
+    folder, stem = re.escape(str(module.parent)), re.escape(module.stem)
+    inside = rf"(?s){folder}/(?:__pycache__/)?{stem}(?:/.*|\.[^/]*)?"
     return path != str(module) and re.fullmatch(inside, path) is not None
 
 

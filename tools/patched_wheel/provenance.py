@@ -283,7 +283,11 @@ def parse_provenance(data: bytes, what: str) -> Provenance:
 def format_provenance(provenance: Provenance, *, locked: Optional[bool] = None) -> str:
     """The provenance as lines a person reads (``provenance`` and ``verify`` print them);
     ``locked`` says whether the lock of official wheels holds the base (``None``: not asked)."""
-    dirty = {True: "yes", False: "no", None: "unknown"}[provenance.dirty]
+    committed = {
+        False: "the overlay and the tool as committed there",
+        True: "the overlay or the tool changed from it: a dirty build",
+        None: "not known whether the overlay and the tool were as committed there",
+    }[provenance.dirty]
     base = parse_wheel_name(provenance.base_wheel)
     sources = {True: "official: in the lock", False: "not in the lock of official wheels"}
     source = "official, as the record says" if locked is None else sources[locked]
@@ -301,7 +305,7 @@ def format_provenance(provenance: Provenance, *, locked: Optional[bool] = None) 
         f"base sha256:     {provenance.base_sha256}",
         f"overlay sha256:  {provenance.overlay_sha256} ({config.OVERLAY_PATH})",
         f"fixes:           {fixes}",
-        f"revision:        {provenance.revision} (not the revision's overlay and tool: {dirty})",
+        f"revision:        {provenance.revision} ({committed})",
         f"build tool:      {TOOL_NAME}, sources sha256 {provenance.tool_sha256}",
     ]
     if provenance.source_date_epoch is not None:

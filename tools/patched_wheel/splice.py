@@ -9,10 +9,12 @@ read from its AST (the build never imports the overlay: it needs torch)."""
 from __future__ import annotations
 
 import ast
+import bisect
 import functools
 import hashlib
 import inspect
 import io
+import itertools
 import re
 import threading
 import tokenize
@@ -28,9 +30,6 @@ MAX_NESTING = 100
 
 # A line as the tokenizer ends it (not at a form feed, unlike ``str.splitlines``).
 _LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+\Z")
-# What may follow a function's name up to the ``(`` of its call: spaces and newlines, the
-# ``)`` of parentheses around the name, line continuations, comments.
-_CALL_TAIL = r"(?:[\s)\\]|#[^\r\n]*)*\("
 
 # A line that may start a top-level statement holding calls (a decorator's line is one).
 _TOP_LEVEL = re.compile(r"(?:@|def\s|async\s+def\s|class\s)")
@@ -56,13 +55,16 @@ class OverlayParts(NamedTuple):
 _AST_LOCK = threading.Lock()
 
 
-def parse_source(source: str, what: str, *, compiled: bool = True) -> ast.Module:
+def parse_source(
+    source: str, what: str, *, compiled: bool = True, remedy: str = "use the official file"
+) -> ast.Module:
     """``ast.parse`` with every failure (a null byte too) as a refusal, as is a source beyond
-    :data:`MAX_SOURCE_BYTES` or, if it is to be compiled, :data:`MAX_NESTING`."""
+    :data:`MAX_SOURCE_BYTES` or, if it is to be compiled, :data:`MAX_NESTING`; each refusal
+    ends in ``remedy``, what to do (an upstream module and the overlay differ in that)."""
     if len(source.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
         raise PatchError(
             f"{what} is larger than {MAX_SOURCE_BYTES >> 10} KiB, which no official module "
-            "comes near; use the official file"
+            f"comes near; {remedy}"
         )
     try:
         with _AST_LOCK:
@@ -72,7 +74,7 @@ def parse_source(source: str, what: str, *, compiled: bool = True) -> ast.Module
             reason = f"is not valid Python ({error.msg}, line {error.lineno})"
         else:
             reason = f"cannot be parsed as Python ({type(error).__name__}: {error})"
-        raise PatchError(f"{what} {reason}; use the official file, or fix the overlay") from None
+        raise PatchError(f"{what} {reason}; {remedy}") from None
     # The nesting bound, level by level without recursion (a module only searched needs none);
     # ast.iter_child_nodes written out, three times as fast.
     level: List[ast.AST] = [module] if compiled else []
@@ -84,7 +86,7 @@ def parse_source(source: str, what: str, *, compiled: bool = True) -> ast.Module
         line = next((getattr(n, "lineno") for n in level if hasattr(n, "lineno")), "?")
         raise PatchError(
             f"{what} nests deeper than {MAX_NESTING} levels (at line {line}), which no "
-            "official module does; use the official file"
+            f"official module does; {remedy}"
         )
     return module
 
@@ -135,7 +137,8 @@ def overlay_from_bytes(data: bytes, what: str) -> OverlayParts:
     definitions: List[DefinitionNode] = []
     imports: List[Union[ast.Import, ast.ImportFrom]] = []
     constants: List[Union[ast.Assign, ast.AnnAssign]] = []
-    for index, node in enumerate(parse_source(source, "the overlay").body):
+    parsed = parse_source(source, f"the overlay {what}", remedy="fix the overlay")
+    for index, node in enumerate(parsed.body):
         if (index == 0 and _is_docstring(node)) or getattr(node, "module", None) == "__future__":
             continue  # the docstring and ``from __future__`` imports are the overlay's own
         if isinstance(node, DEFINITIONS):
@@ -327,52 +330,79 @@ def signature_from_ast(function: ast.FunctionDef | ast.AsyncFunctionDef) -> insp
     return inspect.Signature(parameters)
 
 
-def _statements_around(text: str, lines: Set[int], what: str) -> List[Tuple[ast.stmt, int]]:
-    """(statement, line offset) of the top-level statements of ``text`` around ``lines``: only
-    the runs from the closest top-level ``def``, ``class`` or decorator line above each line to
-    the next are parsed (in a third of the time of the whole); where a run does not parse (such
-    a line in a string) the whole source is, so the statements are the whole parse's either way."""
+def _statements_around(text: str, lines: Sequence[int], what: str) -> List[Tuple[ast.stmt, int]]:
+    """(statement, line offset) of the top-level statements of ``text`` around ``lines`` (in
+    order): only the runs from the closest top-level ``def``, ``class`` or decorator line above
+    each line to the next are parsed (in a third of the time of the whole); where a run does not
+    parse (such a line in a string) the whole source is, so the statements are the whole
+    parse's either way. Each run is found by bisection and parsed once: linear in the source."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
         return [(node, 0) for node in parse_source(text, what, compiled=False).body]  # refused
     source = source_lines(text)
-    starts = [1] + [
-        number
-        for number, line in enumerate(source, 1)
-        if _TOP_LEVEL.match(line) and not (number > 1 and source[number - 2].startswith("@"))
-    ]
+    starts = sorted(
+        {1}
+        | {
+            number
+            for number, line in enumerate(source, 1)
+            if _TOP_LEVEL.match(line) and not (number > 1 and source[number - 2].startswith("@"))
+        }
+    )
     statements: List[Tuple[ast.stmt, int]] = []
-    for first in sorted({max(s for s in starts if s <= line) for line in lines}):
-        after = min((s for s in starts if s > first), default=len(source) + 1)
+    for run in sorted({bisect.bisect_right(starts, line) - 1 for line in lines}):
+        first = starts[run]
+        after = starts[run + 1] if run + 1 < len(starts) else len(source) + 1
         try:
             with _AST_LOCK:
-                run = ast.parse("".join(source[first - 1 : after - 1]))
+                parsed = ast.parse("".join(source[first - 1 : after - 1]))
         except (SyntaxError, ValueError, MemoryError, RecursionError):
             return [(node, 0) for node in parse_source(text, what, compiled=False).body]
-        statements += [(node, first - 1) for node in run.body]
+        statements += [(node, first - 1) for node in parsed.body]
     return statements
+
+
+def _call_lines(text: str, names: FrozenSet[str]) -> List[int]:
+    """The lines (sorted) where one of ``names`` may be called: the name's line wherever it is
+    followed, through spaces, line ends and ``)``, by ``(``, ``#`` or ``\\`` (a comment or a line
+    continuation may stand before the ``(``), not as a ``def`` or ``class`` name. A superset of
+    the lines of calls, which the AST then decides; one pass, linear in the source: the one
+    quantifier is over characters that cannot start a name, so no two tries overlap (a tail
+    of nested quantifiers backtracked: 67 bytes of comment hung the build), and lines are
+    counted from one match to the next, not from the start each time."""
+    if not names:
+        return []
+    alternatives = "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
+    found, line, counted = set(), 1, 0
+    for match in re.finditer(rf"(?:{alternatives})[\s)]*[(#\\]", text):
+        at = match.start()
+        if text[max(0, at - 64) : at].rstrip(" \t").endswith(("def", "class")):
+            continue
+        line += text.count("\n", counted, at) + text.count("\r", counted, at)
+        line -= text.count("\r\n", counted, at)
+        counted = at
+        found.add(line)
+    return sorted(found)
 
 
 @functools.lru_cache(maxsize=256)
 def _calls(source: bytes, path: str, names: FrozenSet[str]) -> Tuple[CallShape, ...]:
     """(line, name, positional arguments, keywords, spreads) of each call of ``names`` in one
     source, in ``ast.walk``'s order, kept per source (the matrix's 75 wheels hold 6 releases').
-    Only a line where a name is followed by :data:`_CALL_TAIL` (not as a ``def`` or ``class``
-    name) can hold a call: a source with none is not parsed, and the search enters only nodes
-    spanning such a line (as every node enclosing a call does); the AST decides the rest."""
+    Only a line of :func:`_call_lines` can hold a call: a source with none is not parsed, and
+    the search enters only nodes spanning such a line (as every node enclosing a call does;
+    a count of those lines up to each line answers in constant time); the AST decides the
+    rest. Every step is linear in the source, whatever it holds."""
     text = decode_source(source, path)[0]
-    lines = set()
-    for name in names:
-        for match in re.finditer(re.escape(name) + _CALL_TAIL, text):
-            at = match.start()
-            if not text[max(0, at - 64) : at].rstrip(" \t").endswith(("def", "class")):
-                ends = text.count("\n", 0, at) + text.count("\r", 0, at)
-                lines.add(1 + ends - text.count("\r\n", 0, at))
+    lines = _call_lines(text, names)
     if not lines:
         return ()
+    # up_to[n]: how many of the lines are at most n (lines first..last hold one if it grows).
+    marked = set(lines)
+    up_to = list(itertools.accumulate(number in marked for number in range(lines[-1] + 1)))
 
     def spans_a_line(node: ast.AST, offset: int) -> bool:
         first, last = _span(node)
-        return any(first + offset <= line <= last + offset for line in lines)
+        first, last = first + offset, min(last + offset, lines[-1])
+        return first <= last and up_to[last] > up_to[first - 1]
 
     calls = []
     statements = _statements_around(text, lines, f"upstream's {path}")

@@ -21,7 +21,6 @@ import sys
 import tarfile
 import tempfile
 import zipfile
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
@@ -53,13 +52,18 @@ from .releases import (
     tool_sha256_at,
 )
 from .splice import overlay_from_bytes
-from .wheel import MAX_MEMBERS, BaseWheel, member_count, parse_wheel_name
+from .wheel import (
+    ZIP_ERRORS,
+    BaseWheel,
+    directory_problem,
+    parse_wheel_name,
+    read_member,
+)
 
 SHOWN_DIFFERENCES = 20  # lines of differences shown without --full-diff
 MAX_DIFFERENCES = 2000  # and with it: a report is bounded whatever the input
 MAX_DIFFED_BYTES = 1 << 20  # a text member larger than this is not diffed
 _SHOWN_NAME = 200  # characters of a member's name shown
-_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, ValueError, EOFError, NotImplementedError)
 
 
 @dataclass
@@ -110,7 +114,7 @@ def differences(candidate: bytes, rebuilt: bytes) -> List[str]:
     try:
         archive = zipfile.ZipFile(io.BytesIO(candidate))
         theirs = {i.filename: i for i in archive.infolist()}
-    except _ZIP_ERRORS:
+    except ZIP_ERRORS:
         return ["  it is not a zip file that zipfile reads"]
     rebuilt_zip = zipfile.ZipFile(io.BytesIO(rebuilt))
     ours = {i.filename: i for i in rebuilt_zip.infolist()}
@@ -127,11 +131,10 @@ def differences(candidate: bytes, rebuilt: bytes) -> List[str]:
             lines.append(f"  {shown}: contents differ ({sizes})")
             if name.endswith(("METADATA", ".py", "RECORD")) and other.file_size <= MAX_DIFFED_BYTES:
                 try:
-                    with archive.open(other) as stream:
-                        theirs_data = stream.read(MAX_DIFFED_BYTES)
+                    theirs_data = read_member(archive, other, MAX_DIFFED_BYTES)
                     lines += _changed_middle(theirs_data, rebuilt_zip.read(name))
-                except _ZIP_ERRORS:
-                    lines.append("  (its bytes cannot be read)")
+                except PatchError as error:
+                    lines.append(f"  ({error})")
         elif mine.external_attr != other.external_attr:
             modes = f"{other.external_attr >> 16:o}, the rebuild's {mine.external_attr >> 16:o}"
             lines.append(f"  {shown}: mode {modes}")
@@ -185,27 +188,25 @@ def read_provenance(data: bytes, filename: str) -> Provenance:
     """The provenance of the wheel whose bytes are ``data``, and nothing else of it; a
     PatchError of one line for a wheel without a provenance or with one this tool never writes."""
     member = provenance_member(parse_wheel_name(filename).dist_info)
-    count = member_count(data)  # before zipfile reads the central directory
-    if count is None or count > MAX_MEMBERS:
-        states = "no zip end record, or a ZIP64 one" if count is None else f"{count} members"
-        raise PatchError(
-            f"{filename}: its zip has {states}; a patched wheel holds at most {MAX_MEMBERS} "
-            "members and no ZIP64, so this is not one this tool writes"
-        )
+    problem = directory_problem(data)  # before zipfile reads the central directory
+    if problem is not None:
+        raise PatchError(f"{filename}: {problem}, so this is not a wheel this tool writes")
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive, archive.open(member) as stream:
-            recorded = stream.read(MAX_PROVENANCE_BYTES + 1)
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            recorded = read_member(archive, archive.getinfo(member), MAX_PROVENANCE_BYTES)
     except KeyError:
         raise PatchError(
             f"{filename}: has no provenance record ({member}), so nothing says which base and "
             "overlay made it; a wheel built before records (label +memfix1) or whose record "
             "was removed cannot be verified: build it again from the official wheel"
         ) from None
-    except _ZIP_ERRORS as error:
+    except ZIP_ERRORS as error:
         raise PatchError(
-            f"{filename}: its provenance record cannot be read "
+            f"{filename}: it is not a zip file that zipfile reads "
             f"({console.escaped(str(error))[:200]})"
         ) from None
+    except PatchError as error:
+        raise PatchError(f"{filename}: its provenance record cannot be read: {error}") from None
     return parse_provenance(recorded, f"{filename}:{member}")
 
 
@@ -216,12 +217,15 @@ def verify_bytes(
     lock: Lock,
     cache_dir: Path = config.DEFAULT_CACHE_DIR,
     base_wheel: Optional[Path] = None,
+    base_wheel_source: str = "--base-wheel",
     unlocked: bool = False,
     overlay: Optional[Path] = None,
     repository: Path = config.REPOSITORY,
 ) -> Verification:
     """Judge the wheel whose bytes are ``data`` (see the module docstring); a PatchError only
-    for what stops the judgement itself (no base to be had, git failing)."""
+    for what stops the judgement itself (no base to be had, git failing). ``base_wheel``, the
+    official file if given, came from ``base_wheel_source`` (an option or a variable), which
+    the report and every refusal name."""
     verification = Verification(filename, hashlib.sha256(data).hexdigest())
     refuse = verification.refused  # every NOT verified verdict
     # 1. The provenance, the only thing read from the wheel: capped, bounded, checked.
@@ -297,7 +301,9 @@ def verify_bytes(
         )
     if provenance.source_date_epoch not in (None, date):  # None: a tool that records no time
         return refuse(f"its SOURCE_DATE_EPOCH is not {date}, the time of the release's commit")
-    given = None if overlay is None else files.read_file(overlay, what="--overlay")
+    given = None
+    if overlay is not None:
+        given = files.read_file(overlay, what="--overlay", kind=config.OVERLAY_KIND)
     if given is not None and hashlib.sha256(given).hexdigest() != provenance.overlay_sha256:
         raise PatchError(
             f"--overlay is not the overlay the wheel's record names ({provenance.overlay_sha256}); "
@@ -305,26 +311,32 @@ def verify_bytes(
         )
 
     # 3. The base, by the recorded name and sha256: the wheel's own Python and platform.
-    given_base = base_wheel is not None
+    lines, short = verification.lines, revision[:12]
     if base_wheel is None:
         base_wheel = cached_base(
             base_request(official), official, provenance.base_sha256, cache_dir
         )
-    base_data = files.read_file(base_wheel, what="the base wheel")
-    if hashlib.sha256(base_data).hexdigest() != provenance.base_sha256:
+        what = "the cached base wheel"
+        fix = "it is damaged or was replaced: delete it, and verify again to fetch it"
+    else:
+        what = f"the base wheel given by {base_wheel_source}"
+        option = base_wheel_source.startswith("-")
         fix = (
-            "give that one with --base-wheel, or leave it out to fetch it"
-            if given_base
-            else "the cached file is damaged or was replaced: delete it, and verify again to "
-            "fetch it"
+            f"give that one with {base_wheel_source}, or leave it out to fetch it"
+            if option
+            else f"set {base_wheel_source} to that one, or unset it to fetch it"
         )
+        lines.append(
+            f"base wheel read from {base_wheel_source}: {console.escaped(str(base_wheel))}"
+        )
+    base_data = files.read_file(base_wheel, what=what)
+    if hashlib.sha256(base_data).hexdigest() != provenance.base_sha256:
         raise PatchError(
-            f"the base wheel {str(base_wheel)!r} is not the one the record names (sha256 "
+            f"{what} {str(base_wheel)!r} is not the one the record names (sha256 "
             f"{provenance.base_sha256}); {fix}"
         )
 
     # 4. The rebuild, and the bytes compared.
-    lines, short = verification.lines, revision[:12]
     if provenance.tool_sha256 == tool_sha256():
         lines.append(f"rebuilt here, by this tool (the one revision {short} built with)")
         source = SourceRevision(revision, False, date)

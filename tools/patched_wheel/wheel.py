@@ -14,6 +14,8 @@ import base64
 import csv
 import hashlib
 import io
+import lzma
+import math
 import re
 import stat
 import struct
@@ -22,9 +24,9 @@ import zipfile
 import zlib
 from email.parser import BytesParser
 from email.policy import compat32
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Set, Tuple
 
-from packaging.tags import parse_tag
+from packaging.tags import Tag, parse_tag
 from packaging.utils import (
     InvalidWheelFilename,
     NormalizedName,
@@ -120,6 +122,115 @@ def header_values(data: bytes, key: str) -> List[str]:
     return [value.strip() for k, value in parse_headers(data) if k.lower() == key.lower()]
 
 
+# What zipfile raises where a zip or a member cannot be read: damaged, encrypted or lacking
+# a decompressor (RuntimeError), a bz2 or lzma stream that is none (OSError, LZMAError).
+ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zlib.error,
+    ValueError,
+    EOFError,
+    NotImplementedError,
+    RuntimeError,
+    OSError,
+    lzma.LZMAError,
+    struct.error,
+)
+_METHODS = {zipfile.ZIP_BZIP2: "bzip2", zipfile.ZIP_LZMA: "lzma"}
+
+
+def read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int) -> bytes:
+    """At most ``cap + 1`` bytes of a member of an untrusted zip, decompressed and CRC-checked
+    by zipfile. Only a member as a wheel holds it is opened (not encrypted; stored or deflated,
+    as every official and patched wheel's members are); any other, or any failure, is one
+    PatchError naming the member and what is wrong with it."""
+    shown = ascii(info.filename)[:200]
+    if info.flag_bits & 0x1:
+        raise PatchError(f"its member {shown} is encrypted, which no wheel is")
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        method = _METHODS.get(info.compress_type, f"method {info.compress_type}")
+        raise PatchError(f"its member {shown} is compressed with {method}, not deflate")
+    try:
+        with archive.open(info) as stream:
+            return stream.read(cap + 1)
+    except ZIP_ERRORS as error:
+        raise PatchError(
+            f"its member {shown} cannot be read ({ascii(str(error))[1:200]})"
+        ) from None
+
+
+MAX_MEMBERS = 0xFFFE  # the most a patched wheel holds (:func:`write_zip`, no ZIP64)
+
+
+def member_count(data: bytes) -> Optional[int]:
+    """The number of members in the zip's central directory, counted by walking it where
+    zipfile reads it (the end record's stated size back from the end record), at most
+    ``MAX_MEMBERS + 1`` headers: never the count or size the zip states about itself, which
+    zipfile does not bound by (a count of 2 over 100 MB of directory cost 1.3 GB to open).
+    ``None``: no end record, a ZIP64 one (which :func:`write_zip` never writes), or a directory
+    that is not one. zipfile keeps an object of some 500 bytes per member, so an untrusted
+    wheel is counted first; the walk costs nothing but the headers it steps over."""
+    end = len(data) - 22  # zipfile's two ways to the end record: no comment, else the last one
+    if not (end >= 0 and data[end : end + 4] == b"PK\x05\x06" and data[-2:] == b"\0\0"):
+        end = data.rfind(b"PK\x05\x06", max(0, len(data) - (1 << 16) - 22))
+    if (
+        end < 0
+        or len(data) < end + 22
+        or (end >= 20 and data[end - 20 : end - 16] == b"PK\x06\x07")
+    ):
+        return None
+    size = struct.unpack_from("<L", data, end + 12)[0]
+    at, count = end - size, 0
+    if at < 0:
+        return None
+    while at < end and count <= MAX_MEMBERS:
+        if data[at : at + 4] != b"PK\x01\x02" or at + 46 > end:
+            return None
+        name, extra, comment = struct.unpack_from("<3H", data, at + 28)
+        at, count = at + 46 + name + extra + comment, count + 1
+    return count
+
+
+def directory_problem(data: bytes) -> Optional[str]:
+    """Why zipfile may not be given ``data``: no directory it reads, a ZIP64 one, or more
+    members than a patched wheel holds (:func:`member_count`); ``None`` if it may."""
+    count = member_count(data)
+    if count is None:
+        return "it is not a zip file (no central directory where zipfile reads one) or a ZIP64 one"
+    if count > MAX_MEMBERS:
+        return f"its zip holds more than {MAX_MEMBERS} members"
+    return None
+
+
+def _wheel_file_problems(data: bytes, file_tags: FrozenSet[Tag], build: str) -> List[str]:
+    """What a base's WHEEL file says that pip refuses or that contradicts the file name: a
+    ``Wheel-Version`` that is not one ``1.x`` (pip refuses another major version; the patched
+    wheel would carry it), ``Tag`` lines other than the name's tags, a ``Build`` other than the
+    name's build tag. A Tag line is expanded only if it names no more tags than the file name
+    does: a compressed set expands to the product of its parts, which a hostile line makes
+    astronomic."""
+    problems = []
+    versions = header_values(data, "Wheel-Version")
+    if len(versions) != 1 or not re.fullmatch(r"1(\.[0-9]+)*", versions[0]):
+        shown = ", ".join(ascii(v)[:40] for v in versions[:3]) or "none"
+        problems.append(
+            f"its WHEEL says Wheel-Version {shown}, not one 1.x, the only major version pip "
+            "and this tool know"
+        )
+    tags: Set[Tag] = set()
+    for value in header_values(data, "Tag"):
+        parts = value.split("-")
+        if len(parts) != 3 or math.prod(len(part.split(".")) for part in parts) > len(file_tags):
+            tags.add(Tag("?", "?", "?"))  # not a tag, or more tags than the name has
+        else:
+            tags.update(parse_tag(value))
+    if tags != set(file_tags):
+        problems.append("WHEEL's Tag lines are not the file name's tags")
+    builds = header_values(data, "Build")
+    if builds != ([build] if build else []):
+        problems.append("WHEEL's Build is not the file name's build tag")
+    return problems
+
+
 class BaseWheel:
     """An official wheel opened from its bytes: its entries, its members' bytes on demand."""
 
@@ -131,10 +242,13 @@ class BaseWheel:
         self.filename, self.dist_info = filename, self.name.dist_info
         self.local_install = local_install  # made from an install's files, not an official file
         self.data, self.sha256 = data, sha256 or hashlib.sha256(data).hexdigest()
+        problem = directory_problem(data)  # before zipfile reads the central directory
+        if problem is not None:
+            raise self.refused(problem)
         try:
             self.zip = zipfile.ZipFile(io.BytesIO(data))
             self.infos = tuple(self.zip.infolist())
-        except (zipfile.BadZipFile, ValueError, EOFError, NotImplementedError) as error:
+        except ZIP_ERRORS as error:
             raise self.refused(f"it is not a zip file ({error})") from None
         self.by_name = {info.filename: info for info in self.infos}
         wanted = ("METADATA", "WHEEL", "RECORD")
@@ -149,15 +263,14 @@ class BaseWheel:
         )
 
     def read(self, member: str, cap: int = MAX_UNPACKED_BYTES) -> bytes:
-        """The bytes of ``member``, decompressed and CRC-checked by zipfile, at most ``cap``."""
+        """The bytes of ``member`` (:func:`read_member`), at most ``cap``."""
         info = self.by_name[member]
         if info.file_size > cap:
             raise self.refused(f"{member} is larger than {cap // config.MiB} MiB")
         try:
-            with self.zip.open(info) as stream:
-                return stream.read(info.file_size + 1)
-        except (zipfile.BadZipFile, zlib.error, ValueError, EOFError) as error:
-            raise self.refused(f"{member} cannot be read ({error})") from None
+            return read_member(self.zip, info, info.file_size)
+        except PatchError as error:
+            raise self.refused(str(error)) from None
 
     def record(self) -> Dict[str, Tuple[str, str]]:
         """path -> (hash, size)."""
@@ -175,9 +288,16 @@ class BaseWheel:
 
     def payload(self, info: zipfile.ZipInfo) -> bytes:
         """The member's compressed bytes, where zipfile reads them (the local header's name and
-        extra lengths skipped, the central directory's size taken), as the build copies them."""
-        name_length, extra_length = struct.unpack_from("<HH", self.data, info.header_offset + 26)
-        start = info.header_offset + 30 + name_length + extra_length
+        extra lengths skipped, the central directory's size taken), as the build copies them;
+        refused where the directory puts them elsewhere than in the file (an offset or a size
+        the zip states about itself)."""
+        at = info.header_offset
+        if self.data[at : at + 4] != b"PK\x03\x04" or at + 30 > len(self.data):
+            raise self.refused(f"{ascii(info.filename)} has no local header where its entry says")
+        name_length, extra_length = struct.unpack_from("<HH", self.data, at + 26)
+        start = at + 30 + name_length + extra_length
+        if start + info.compress_size > len(self.data):
+            raise self.refused(f"{ascii(info.filename)} runs past the end of the file")
         return self.data[start : start + info.compress_size]
 
     def inflate_exactly(self, info: zipfile.ZipInfo) -> bytes:
@@ -203,8 +323,9 @@ class BaseWheel:
 
     def _layout_problems(self) -> List[str]:
         """What installers refuse in the layout: another .dist-info, names equal but for case
-        (on Windows and macOS one overwrites the other), WHEEL's tags or METADATA's name and
-        version other than the file name's."""
+        (on Windows and macOS one overwrites the other), a WHEEL file pip refuses or that says
+        other than the file name (:func:`_wheel_file_problems`), METADATA's name and version
+        other than the file name's."""
         problems, seen = [], {}  # type: List[str], Dict[str, str]
         for info in self.infos:
             top = info.filename.split("/")[0]
@@ -215,10 +336,7 @@ class BaseWheel:
                 problems.append(f"{ascii(info.filename)} and {ascii(other)} differ only in case")
         _, version, _, file_tags = parse_wheel_filename(self.filename)
         wheel_file = self.read(f"{self.dist_info}/WHEEL", config.MiB)
-        tag_lines = header_values(wheel_file, "Tag")
-        wheel_tags = {tag for value in tag_lines for tag in parse_tag(value)}
-        if wheel_tags != set(file_tags):
-            problems.append("WHEEL's Tag lines are not the file name's tags")
+        problems += _wheel_file_problems(wheel_file, file_tags, self.name.build_tag)
         metadata = self.read(f"{self.dist_info}/METADATA", config.MiB)
         names = [canonicalize_name(n) for n in header_values(metadata, "Name")]
         versions = header_values(metadata, "Version")
@@ -306,21 +424,6 @@ class Entry(NamedTuple):
             file_size=info.file_size,
             payload=base.payload(info),
         )
-
-
-MAX_MEMBERS = 0xFFFE  # the most a patched wheel holds (:func:`write_zip`, no ZIP64)
-
-
-def member_count(data: bytes) -> Optional[int]:
-    """The member count the zip's end record states, read before anything parses the central
-    directory (``None``: no end record, or a ZIP64 one, which :func:`write_zip` never writes).
-    zipfile keeps an object of some 500 bytes per member: a wheel of tiny members costs ten
-    times its size to open, so an untrusted wheel is counted first."""
-    end = data.rfind(b"PK\x05\x06", max(0, len(data) - 0xFFFF - 22))
-    if end < 0 or len(data) < end + 22:
-        return None
-    count = struct.unpack_from("<H", data, end + 10)[0]
-    return None if count == 0xFFFF else count
 
 
 def record_text(rows: Sequence[Tuple[str, str, str]]) -> bytes:
