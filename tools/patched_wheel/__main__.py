@@ -1,26 +1,66 @@
 """Command line of the patched-wheel tool: ``python tools/patched_wheel <command>``.
 
 Arguments are checked where they enter (exit status 2); a refusal is one PatchError, printed as
-``error: ...`` with exit status 1."""
+``error: ...`` with exit status 1.
+
+``python tools/patched_wheel`` starts the tool in a Python of its own, isolated (``-I``): Python
+runs a folder with the folder first on ``sys.path``, so a module there named like one of the
+standard library's could run in place of it, as could one on ``PYTHONPATH``, a
+``sitecustomize`` there, or one in the user's site folder. The isolated Python imports only the
+installed libraries and, by the package's name, the tool's own files; the first one refuses a
+module it already imported from the tool's folder (while starting, before this file ran)."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import shlex
 import sys
-import textwrap
-from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+
+def _start_isolated(folder: str) -> None:
+    """Run this file again in an isolated Python, with the same arguments; never returns.
+    Only ``os`` and ``sys`` are used before the folder is off the path: every Python has
+    imported them before it runs a file."""
+    ran = [
+        f"{name} ({module.__file__})"
+        for name, module in list(sys.modules.items())
+        if os.path.dirname(os.path.abspath(getattr(module, "__file__", None) or os.sep)) == folder
+        and name != "__main__"
+    ]
+    if ran or not sys.executable:
+        why = f"Python imported {ran[0]} from the tool's folder in place of its own module"
+        if not ran:
+            why = "this Python does not say where its executable is (sys.executable)"
+        sys.exit(
+            f"error: the tool cannot start isolated: {why}; "
+            + ("remove that file" if ran else "run it with a python executable")
+        )
+    command = [sys.executable, "-I", os.path.join(folder, "__main__.py"), *sys.argv[1:]]
+    if os.name != "nt":
+        os.execv(sys.executable, command)
+    del sys.path[0]  # Windows has no exec: a child, imported from nothing of the folder
+    import subprocess
+
+    sys.exit(subprocess.run(command).returncode)
+
 
 if __package__ in (None, ""):
-    # ``python tools/patched_wheel``: Python runs this file alone, with its folder first on
-    # sys.path; the folder's parent there instead makes the package import as itself.
-    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+    _folder = os.path.dirname(os.path.abspath(__file__))
+    on_path = {os.path.abspath(entry or os.curdir) for entry in sys.path}
+    if not sys.flags.isolated or _folder in on_path:
+        _start_isolated(_folder)
+    # The isolated Python: the folder's parent first on sys.path makes the package import as
+    # itself (and the package refuses any module there but its own).
+    sys.path.insert(0, os.path.dirname(_folder))
     from patched_wheel.__main__ import main as _main
 
     sys.exit(_main())
+
+import argparse  # noqa: E402 (below the start-up, which imports nothing before it)
+import json  # noqa: E402
+import shlex  # noqa: E402
+import textwrap  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple  # noqa: E402
 
 from . import (
     PatchError,

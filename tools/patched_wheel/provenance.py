@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 from urllib.parse import parse_qs, quote
 
-from . import PatchError, config, files, git
+from . import PatchError, config, files, git, loaded_sources, shadows
 from .releases import is_sha256_hex, load_overlay_releases, release_commit, tool_digest
 from .wheel import is_wheel_filename, parse_wheel_name
 
@@ -49,8 +49,23 @@ class SourceRevision(NamedTuple):
 
 
 def tool_sha256() -> str:
-    """The sha256 of the build tool's Python sources (name and bytes, in name order)."""
-    return tool_digest((path.name, path.read_bytes()) for path in _TOOL_SOURCES.glob("*.py"))
+    """The sha256 of the build tool's Python sources (name and bytes, in name order); refused
+    unless every module of the tool that ran, ran from those very bytes, and nothing stands in
+    for an installed module (see the package's docstring): what runs is what is hashed."""
+    sources = {path.name: path.read_bytes() for path in _TOOL_SOURCES.glob("*.py")}
+    changed = sorted(name for name, data in loaded_sources().items() if sources.get(name) != data)
+    if changed:
+        raise PatchError(
+            f"{changed[0]} of the build tool ran from other bytes than its file holds now (a "
+            ".pyc, or the file changed while the tool ran); run the tool again"
+        )
+    found = shadows()
+    if found:
+        raise PatchError(
+            f"{found[0]!r} stands in for an installed module, so the build tool is not only "
+            "its own files: remove it, or move it out of that folder"
+        )
+    return tool_digest(sources.items())
 
 
 def _tree_files(repository: Path, overlay: Optional[bytes]) -> Dict[str, bytes]:
