@@ -34,7 +34,7 @@ def _start_isolated(folder: str) -> None:
             f"error: the tool cannot start isolated: {why}; "
             + ("remove that file" if ran else "run it with a python executable")
         )
-    command = [sys.executable, "-I", os.path.join(folder, "__main__.py"), *sys.argv[1:]]
+    command = [sys.executable, "-I", "-B", os.path.join(folder, "__main__.py"), *sys.argv[1:]]
     if os.name != "nt":
         os.execv(sys.executable, command)
     del sys.path[0]  # Windows has no exec: a child, imported from nothing of the folder
