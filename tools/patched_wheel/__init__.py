@@ -30,7 +30,10 @@ def shadow_folders() -> list[str]:
     """The folders on the import path whose modules could take the place of the standard
     library's: those of the repository, the current folder, and any before the standard
     library's own that is not the installation's (``PYTHONPATH``'s, for one)."""
-    installation = tuple(os.path.join(os.path.abspath(p), "") for p in {sys.base_prefix, sys.base_exec_prefix, sys.prefix})
+    installation = tuple(
+        os.path.join(os.path.abspath(p), "")
+        for p in {sys.base_prefix, sys.base_exec_prefix, sys.prefix}
+    )
     stdlib = os.path.dirname(os.path.abspath(os.__file__))
     folders, before = [], True
     for entry in sys.path:

@@ -18,21 +18,29 @@ import sys
 
 def _start_isolated(folder: str) -> None:
     """Run this file again in an isolated Python, with the same arguments; never returns.
-    Only ``os`` and ``sys`` are used before the folder is off the path: every Python has
-    imported them before it runs a file."""
-    ran = [
-        f"{name} ({module.__file__})"
-        for name, module in list(sys.modules.items())
-        if os.path.dirname(os.path.abspath(getattr(module, "__file__", None) or os.sep)) == folder
-        and name != "__main__"
-    ]
+    Refused where this Python already imported a module from the tool's folder or from
+    ``PYTHONPATH`` (a ``sitecustomize`` there runs before any file). Only ``os`` and ``sys``
+    are used before the folder is off the path: every Python imports them before a file."""
+    folders = {
+        folder,
+        *(os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p),
+    }
+    ran = []
+    for name, module in list(sys.modules.items()):
+        where = os.path.dirname(os.path.abspath(getattr(module, "__file__", None) or os.sep))
+        if name != "__main__" and {where, os.path.dirname(where)} & folders:
+            ran.append(f"{module.__file__} (as {name})")
     if ran or not sys.executable:
-        why = f"Python imported {ran[0]} from the tool's folder in place of its own module"
+        why = f"Python imported {ran[0]} from the tool's folder or PYTHONPATH before the tool ran"
         if not ran:
             why = "this Python does not say where its executable is (sys.executable)"
         sys.exit(
             f"error: the tool cannot start isolated: {why}; "
-            + ("remove that file" if ran else "run it with a python executable")
+            + (
+                "remove that file, or unset PYTHONPATH"
+                if ran
+                else "run it with a python executable"
+            )
         )
     command = [sys.executable, "-I", "-B", os.path.join(folder, "__main__.py"), *sys.argv[1:]]
     if os.name != "nt":
