@@ -162,7 +162,9 @@ def _rebuild_from_history(repository: Path, provenance: Provenance, base: Path) 
         if provenance.source_date_epoch is not None:
             environ["SOURCE_DATE_EPOCH"] = provenance.source_date_epoch
         lock.write_text(json.dumps({"wheels": {provenance.base_wheel: provenance.base_sha256}}))
-        command = [sys.executable, str(tree / config.TOOL_PATH), "build", "--base-wheel", str(base)]
+        # Isolated (-I): the revision's own files and the installed libraries, nothing else
+        command = [sys.executable, "-I", "-B", str(tree / config.TOOL_PATH), "build"]
+        command += ["--base-wheel", str(base)]
         command += ["--out", str(out), "--lock", str(lock)]
         completed = subprocess.run(command, env=environ, capture_output=True, text=True)
         wheels = sorted(out.glob("*.whl")) if completed.returncode == 0 else []
