@@ -129,8 +129,6 @@ def test_an_unknown_name_is_a_result_error() -> None:
         results.table("nothing")
 
 
-
-
 def test_the_compile_timeline_draws_the_official_and_the_fork_wheel() -> None:
     """The benchmarks page's timeline: the 3 GiB compile with the offload on, a panel per
     wheel, each with host, GPU and their sum and the compile's phases shaded."""

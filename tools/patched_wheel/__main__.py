@@ -16,31 +16,36 @@ import os
 import sys
 
 
+def _folders_of(module: object) -> set[str]:
+    """The folder of a module's file, and the one above (a package's path entry)."""
+    where = os.path.dirname(os.path.abspath(getattr(module, "__file__", None) or os.sep))
+    return {where, os.path.dirname(where)}
+
+
 def _start_isolated(folder: str) -> None:
     """Run this file again in an isolated Python, with the same arguments; never returns.
     Refused where this Python already imported a module from the tool's folder or from
     ``PYTHONPATH`` (a ``sitecustomize`` there runs before any file). Only ``os`` and ``sys``
     are used before the folder is off the path: every Python imports them before a file."""
-    folders = {
-        folder,
-        *(os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p),
-    }
-    ran = []
-    for name, module in list(sys.modules.items()):
-        where = os.path.dirname(os.path.abspath(getattr(module, "__file__", None) or os.sep))
-        if name != "__main__" and {where, os.path.dirname(where)} & folders:
-            ran.append(f"{module.__file__} (as {name})")
-    if ran or not sys.executable:
-        why = f"Python imported {ran[0]} from the tool's folder or PYTHONPATH before the tool ran"
-        if not ran:
-            why = "this Python does not say where its executable is (sys.executable)"
+    installed = sys.modules["site"].getsitepackages() if "site" in sys.modules else []
+    pythonpath = [
+        os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p
+    ]
+    folders = {folder, *pythonpath} - set(installed)
+    ran = [
+        f"{module.__file__} (as {name})"
+        for name, module in list(sys.modules.items())
+        if name != "__main__" and _folders_of(module) & folders
+    ]
+    if ran:
         sys.exit(
-            f"error: the tool cannot start isolated: {why}; "
-            + (
-                "remove that file, or unset PYTHONPATH"
-                if ran
-                else "run it with a python executable"
-            )
+            f"error: the tool cannot start isolated: Python imported {ran[0]} from the tool's "
+            "folder or PYTHONPATH before the tool ran; remove that file, or unset PYTHONPATH"
+        )
+    if not sys.executable:
+        sys.exit(
+            "error: the tool cannot start isolated: this Python does not say where its "
+            "executable is (sys.executable); run the tool with a python executable"
         )
     command = [sys.executable, "-I", "-B", os.path.join(folder, "__main__.py"), *sys.argv[1:]]
     if os.name != "nt":
