@@ -10,9 +10,8 @@ first refuses a folder of the repository (or the current one, or one before the 
 library on the import path) that holds a module named like one of the standard library's or
 ``packaging``: it would run in the build in their place. Then every module of the package is
 run from its source, never from a ``.pyc`` beside it, and :func:`loaded_sources` keeps the
-bytes that ran for the tool's sha256 to compare. ``python tools/patched_wheel`` starts an
-isolated Python (``-I``: no ``PYTHONPATH``, no user site, no current folder); see
-``__main__``.
+bytes that ran for the tool's sha256 to compare. The command line starts an isolated Python
+(``-I``: no ``PYTHONPATH``, no user site, no current folder; see ``__main__``).
 """
 
 from __future__ import annotations
