@@ -3,7 +3,7 @@
 Arguments are checked where they enter (exit status 2); a refusal is one PatchError, printed as
 ``error: ...`` with exit status 1.
 
-``python tools/patched_wheel`` starts the tool in a Python of its own, isolated (``-I``): Python
+The command line starts the tool in a Python of its own, isolated (``-I``): Python
 runs a folder with the folder first on ``sys.path``, so a module there named like one of the
 standard library's could run in place of it, as could one on ``PYTHONPATH``, a
 ``sitecustomize`` there, or one in the user's site folder. The isolated Python imports only the
