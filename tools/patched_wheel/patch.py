@@ -142,8 +142,9 @@ class PatchedWheel(NamedTuple):
 
 
 def read_overlay(path: Path = config.DEFAULT_OVERLAY) -> Tuple[splice.OverlayParts, bytes]:
-    """(the overlay parsed, its bytes); one line if it cannot be read or spliced."""
-    data = files.read_file(path, what="the overlay", cap=1 << 20)
+    """(the overlay parsed, its bytes with line ends as git stores them); one line if it
+    cannot be read or spliced."""
+    data = files.as_committed(files.read_file(path, what="the overlay", cap=1 << 20))
     return splice.overlay_from_bytes(data, repr(str(path))), data
 
 

@@ -18,7 +18,6 @@ import os
 import re
 import subprocess
 import sys
-import tarfile
 import tempfile
 import zipfile
 import zlib
@@ -147,14 +146,12 @@ def _rebuild_from_history(repository: Path, provenance: Provenance, base: Path) 
     revision = provenance.revision
     with tempfile.TemporaryDirectory(prefix="patched-wheel-verify-") as folder:
         tree, out, lock = Path(folder) / "tree", Path(folder) / "out", Path(folder) / "lock.json"
-        data = git.git_bytes(repository, "archive", "--format=tar", "--end-of-options", revision)
-        if data is None:
-            raise PatchError(f"git archive of revision {revision} failed; check the clone")
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            if hasattr(tarfile, "data_filter"):  # a main branch commit of this repository
-                tar.extractall(tree, filter="data")
-            else:
-                tar.extractall(tree)
+        # The revision's tool and overlay as git stores them: no filter, no line-end conversion
+        committed = git.blobs(repository, revision, f"{config.TOOL_PATH}/", config.OVERLAY_PATH)
+        if not committed:
+            raise PatchError(f"git cannot list revision {revision}'s files; check the clone")
+        for path, body in committed.items():
+            files.write_atomically(tree.joinpath(*path.split("/")), body)
         source = SourceRevision(revision, False, provenance.source_date_epoch)
         write_revision_file(tree, tree, source)
         environ = {k: v for k, v in os.environ.items() if not k.startswith("TORCHTRT_BASE_")}
@@ -270,19 +267,23 @@ def verify_bytes(
         why = "a build that names no clean revision (its record), not a release of this fork"
         return refuse(why)
     history = main_history(repository)
+    consulted = ", ".join(history) or "neither main nor origin/main (the clone has no such ref)"
     if not history:
-        return refuse(
-            f"{repository} has no main branch history to tell releases by; {FETCH_HISTORY}"
-        )
-    if revision not in history:
+        return refuse(f"{repository} has no main branch to tell releases by: {consulted}")
+    on = [ref for ref, commits in history.items() if revision in commits]
+    if not on:
         commit = f"{revision}^{{commit}}"
         known = git.git_text(repository, "cat-file", "-e", "--end-of-options", commit)
         if known is None:
-            raise PatchError(f"revision {revision} is not in this clone; {FETCH_HISTORY}")
+            raise PatchError(
+                f"revision {revision} is not in this clone (consulted: {consulted}); "
+                f"{FETCH_HISTORY}"
+            )
         return refuse(
-            f"revision {revision} is not on the main branch: an overlay this repository never "
-            "released"
+            f"revision {revision} is not on the main branch (consulted: {consulted}): an "
+            "overlay this repository never released"
         )
+    verification.lines.append(f"released on:    {' and '.join(on)} (the history consulted)")
     overlay_data, releases = released_at(repository, revision)
     if hashlib.sha256(overlay_data).hexdigest() != provenance.overlay_sha256:
         why = f"its overlay is not revision {revision}'s, though its record says so: altered"
