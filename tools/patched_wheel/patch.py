@@ -157,7 +157,8 @@ def build_origin(overlay_data: bytes, *, repository: Path = config.REPOSITORY) -
     clean = revision.dirty is False and revision.revision != UNKNOWN
     sha256 = hashlib.sha256(overlay_data).hexdigest()
     releases = load_overlay_releases(config.OVERLAY_RELEASES_FILE)
-    label = label_for(sha256, releases, clean=clean)
+    known = revision.revision != UNKNOWN
+    label = label_for(sha256, releases, clean=clean if known else None)
     epoch = wheel.source_date_epoch(os.environ.get("SOURCE_DATE_EPOCH", ""))
     number = label_parts(label)[0]
     if number is not None:

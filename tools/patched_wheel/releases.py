@@ -53,15 +53,19 @@ def release_label(number: int) -> str:
     return f"{config.LABEL_NAME}.{number}"
 
 
-def label_for(overlay_sha256: str, releases: Mapping[str, int], *, clean: bool) -> str:
+def label_for(overlay_sha256: str, releases: Mapping[str, int], *, clean: Optional[bool]) -> str:
     """The release label of a registered overlay built from its own revision (``clean``);
-    else a development label, with a warning that says why."""
+    else a development label, with a warning that says why (``None``: no revision known)."""
     number = releases.get(overlay_sha256)
     if number is not None and clean:
         return release_label(number)
     newest = max(releases.values(), default=1)  # 1: the unnumbered memfix1 wheels
     label = f"{config.LABEL_NAME}.dev{newest}.g{overlay_sha256[:DEV_DIGITS]}"
-    why = "not a released one" if number is None else "not the revision's own overlay and tool"
+    why = "not the revision's own overlay and tool"
+    if number is None:
+        why = "not a released one"
+    elif clean is None:
+        why = "built where no revision is known (no git, or no .git and no revision file)"
     logger.warning(
         "the overlay (sha256 %s) is %s, so the wheel is labelled +%s, a development build "
         "that sorts below every release; to release it, commit it and run: %s",
