@@ -128,11 +128,15 @@ def _build(args: argparse.Namespace) -> None:
 
 
 def _listing_check(args: argparse.Namespace) -> Callable[[bytes, str], Optional[str]]:
-    """The check ``index`` and ``matrix`` list a wheel by: ``verify``'s verdict on its bytes."""
+    """The check ``index`` and ``matrix`` list a wheel by: ``verify``'s verdict on its bytes
+    (with ``index --overlay``, as ``verify --overlay`` gives it)."""
     official = lock.load_lock(args.lock)
+    overlay = args.overlay if args.command == "index" else None
 
     def check(data: bytes, filename: str) -> Optional[str]:
-        verification = verify.verify_bytes(data, filename, lock=official, cache_dir=args.cache)
+        verification = verify.verify_bytes(
+            data, filename, lock=official, cache_dir=args.cache, overlay=overlay
+        )
         return None if verification.verified else f"{filename}: {verification.verdict}"
 
     return check
@@ -180,11 +184,15 @@ def _matrix(args: argparse.Namespace) -> None:
 
 
 def _install_line(index_dir: Path) -> str:
-    """The pip line for the index's projects (``torch_tensorrt``, or the RTX one it holds)."""
-    pages = sorted(page.parent.name for page in index_dir.glob("*/index.html"))
-    names = [name.replace("-", "_") for name in pages] or ["torch_tensorrt"]
-    others = f" (or {', '.join(names[1:])})" if names[1:] else ""
-    line = f"pip install --extra-index-url {index_dir.resolve().as_uri()} {names[0]}{others}"
+    """The pip line for the index's projects (``torch_tensorrt``, or the RTX one it holds), each
+    pinned to its newest patched version: a bare name is met by the official wheel too, which
+    pip then installs where the index has no wheel for the Python or platform."""
+    pinned = [
+        f'"{name.replace("-", "_")}=={versions[0]}"'
+        for name, versions in site.read_projects(index_dir).items()
+    ]
+    others = f" (or {', '.join(pinned[1:])})" if pinned[1:] else ""
+    line = f"pip install --extra-index-url {index_dir.resolve().as_uri()} {pinned[0]}{others}"
     return console.escaped(line)
 
 

@@ -300,7 +300,8 @@ def verify_bytes(
         )
     if provenance.source_date_epoch not in (None, date):  # None: a tool that records no time
         return refuse(f"its SOURCE_DATE_EPOCH is not {date}, the time of the release's commit")
-    given = None if overlay is None else files.read_file(overlay, what="--overlay")
+    given = None if overlay is None else files.read_file(overlay, what="--overlay", cap=1 << 20)
+    given = None if given is None else files.as_committed(given)
     if given is not None and hashlib.sha256(given).hexdigest() != provenance.overlay_sha256:
         raise PatchError(
             f"--overlay is not the overlay the wheel's record names ({provenance.overlay_sha256}); "
