@@ -231,7 +231,7 @@ def test_a_release_of_the_old_writer_verifies_by_its_own_tool(
 
     from patched_wheel.releases import main_history
 
-    if OLD_WRITER not in main_history(REPOSITORY):
+    if not any(OLD_WRITER in commits for commits in main_history(REPOSITORY).values()):
         pytest.skip("this clone's main branch does not hold the old writer's commit")
     tree = tmp_path / "tree"
     command = ["git", "-C", str(REPOSITORY), "archive", OLD_WRITER]

@@ -87,7 +87,7 @@ refuse_shadows()
 import importlib.abc  # noqa: E402 (only once no shadow can answer for them)
 import importlib.machinery  # noqa: E402
 import importlib.util  # noqa: E402
-from types import ModuleType  # noqa: E402
+from types import CodeType, ModuleType  # noqa: E402
 from typing import Dict, Optional, Sequence  # noqa: E402
 
 # The source bytes each module of the package ran from, by module name.
@@ -98,7 +98,7 @@ class _SourceLoader(importlib.machinery.SourceFileLoader):
     """Compiles a module of the tool from its source file, never a ``.pyc`` (which Python
     would run if its stamp matched, whatever its code), and keeps the bytes it compiled."""
 
-    def get_code(self, fullname: str) -> object:
+    def get_code(self, fullname: str) -> CodeType:
         path = self.get_filename(fullname)
         source = self.get_data(path)
         _SOURCES[fullname] = source
