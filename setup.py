@@ -14,7 +14,6 @@ to type instead. The base is chosen by the environment, as for pip (``TORCHTRT_B
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -71,14 +70,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     )
     dist_dir: Path = parser.parse_args(options).dist_dir
     # As a PEP 517 front end does (pypa's pyproject_hooks): the hook runs in a process of its
-    # own, with the backend's path first on its import path.
+    # own, with the backend's path first on its import path; isolated (-I: no PYTHONPATH, user
+    # site or current folder), as ``python tools/patched_wheel`` starts, so that only the tool's
+    # own files and the installed libraries can be imported.
     dist_dir.mkdir(parents=True, exist_ok=True)
-    environment = dict(os.environ)
-    paths = [str(REPOSITORY / BACKEND_PATH), environment.get("PYTHONPATH", "")]
-    environment["PYTHONPATH"] = os.pathsep.join(path for path in paths if path)
-    hook = f"import sys, {BUILD_BACKEND} as backend; backend.build_wheel(sys.argv[1])"
-    command = [sys.executable, "-c", hook, str(dist_dir.resolve())]
-    return subprocess.run(command, env=environment, cwd=REPOSITORY, check=False).returncode
+    hook = f"import sys; sys.path.insert(0, sys.argv[1]); import {BUILD_BACKEND} as backend; "
+    hook += "backend.build_wheel(sys.argv[2])"
+    backend_path = str(REPOSITORY / BACKEND_PATH)
+    command = [sys.executable, "-I", "-B", "-c", hook, backend_path, str(dist_dir.resolve())]
+    return subprocess.run(command, cwd=REPOSITORY, check=False).returncode
 
 
 if __name__ == "__main__":

@@ -111,9 +111,14 @@ def test_the_bytes_are_the_same_on_every_python(tmp_path: Path, version: str) ->
     base = make_wheel(tmp_path / "base")
     overlay = tmp_path / "overlay.py"
     overlay.write_bytes(OVERLAY)
-    env = dict(os.environ, PYTHONPATH=str(Path(packaging.__file__).parents[1]))
+    # The tool starts isolated (no PYTHONPATH): the other Python gets packaging in a venv.
+    venv = tmp_path / "venv"
+    subprocess.run([python, "-m", "venv", "--without-pip", str(venv)], check=True)
+    other = str(next(venv.glob("*/python")))
+    install = [sys.executable, "-m", "pip", "--python", other, "install", "-q", "packaging>=24"]
+    subprocess.run(install, check=True, capture_output=True)
     outputs = []
-    for interpreter in (sys.executable, str(python)):
+    for interpreter in (sys.executable, other):
         out = tmp_path / interpreter.replace("/", "_")
         command = [
             interpreter,
@@ -127,7 +132,7 @@ def test_the_bytes_are_the_same_on_every_python(tmp_path: Path, version: str) ->
             "--out",
             str(out),
         ]
-        subprocess.run(command, env=env, check=True, capture_output=True)
+        subprocess.run(command, check=True, capture_output=True)
         outputs.append(next(out.glob("*.whl")).read_bytes())
     assert outputs[0] == outputs[1]
 

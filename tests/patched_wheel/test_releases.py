@@ -32,6 +32,7 @@ from patched_wheel.config import (
     OVERLAY_PATH,
     OVERLAY_RELEASES_FILE,
     REPOSITORY,
+    TOOL_PATH,
 )
 from patched_wheel.patch import Origin, patch_wheel
 from patched_wheel.provenance import SourceRevision, tool_sha256
@@ -192,3 +193,59 @@ def test_development_labels_sort_below_releases_for_pip(tmp_path: Path) -> None:
     command += ["--only-binary=:all:", "-d", str(tmp_path / "got"), "torch_tensorrt==2.99.0"]
     subprocess.run(command, check=True, capture_output=True, env=pip_environment())
     assert [p.name.split("-")[1] for p in (tmp_path / "got").glob("*.whl")] == ["2.99.0+memfix1.2"]
+
+
+def _clone(source: Path, folder: Path, *options: str) -> Path:
+    subprocess.run(["git", *options, "clone", "-q", str(source), str(folder)], check=True)
+    return folder
+
+
+def test_a_clone_with_windows_line_ends_builds_and_verifies_the_release(
+    released: Released, tmp_path: Path
+) -> None:
+    """``core.autocrlf=true`` (Git for Windows' default) or a committed ``eol=crlf`` writes the
+    files with CRLF; the release's bytes are the same, and verify says so."""
+    repo, base, lock, cache = released
+    wheel = build(repo, base, lock)
+    crlf = _clone(repo, tmp_path / "crlf", "-c", "core.autocrlf=true")
+    git(crlf, "config", "core.autocrlf", "true")
+    assert b"\r\n" in (crlf / TOOL_PATH / "patch.py").read_bytes()
+    (crlf / ".gitattributes").write_text("* text eol=crlf\n")
+    git(crlf, "add", ".gitattributes")
+    git(crlf, "commit", "-qm", "line ends")
+    again = build(crlf, base, lock)
+    assert again.name == wheel.name and again.read_bytes() == wheel.read_bytes()
+    assert verify(crlf, wheel, lock, cache)[0] == 0
+
+
+def test_a_local_main_behind_its_remote_says_which_history_it_read(
+    released: Released, tmp_path: Path
+) -> None:
+    repo, base, lock, cache = released
+    wheel = build(repo, base, lock)
+    clone = _clone(repo, tmp_path / "clone")
+    git(clone, "checkout", "-q", "--detach")  # main moved, the tree and origin/main not
+    unrelated = git(clone, "commit-tree", "HEAD^{tree}", "-m", "not the release").strip()
+    git(clone, "update-ref", "refs/heads/main", unrelated)
+    status, report = verify(clone, wheel, lock, cache)
+    assert status == 0 and "released on:    origin/main" in report, report
+    git(clone, "update-ref", "-d", "refs/remotes/origin/main")
+    status, report = verify(clone, wheel, lock, cache)
+    assert status == 1 and names(
+        report.splitlines()[-1], "not on the main branch", "consulted: main"
+    )
+
+
+def test_without_git_the_build_and_verify_say_so(released: Released, tmp_path: Path) -> None:
+    repo, base, lock, cache = released
+    wheel = build(repo, base, lock)
+    (tmp_path / "bin").mkdir()  # the tool runs Python as sys.executable, git from PATH
+    no_git = str(tmp_path / "bin")
+    options = ["--lock", str(lock), "--cache", str(cache)]
+    done = run_tool(repo, "verify", str(wheel), *options, PATH=no_git)
+    refusal(done, "git cannot be run here", "install git")
+    assert "unshallow" not in done.stderr and "not released" not in done.stderr
+    out = ["--base-wheel", str(base), "--lock", str(lock), "--out", str(tmp_path / "o")]
+    done = run_tool(repo, "build", *out, PATH=no_git)
+    assert done.returncode == 0 and "no revision is known" in done.stderr
+    assert ".dev" in Path(done.stdout.strip()).name

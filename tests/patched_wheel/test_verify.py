@@ -231,7 +231,7 @@ def test_a_release_of_the_old_writer_verifies_by_its_own_tool(
 
     from patched_wheel.releases import main_history
 
-    if OLD_WRITER not in main_history(REPOSITORY):
+    if not any(OLD_WRITER in commits for commits in main_history(REPOSITORY).values()):
         pytest.skip("this clone's main branch does not hold the old writer's commit")
     tree = tmp_path / "tree"
     command = ["git", "-C", str(REPOSITORY), "archive", OLD_WRITER]
@@ -327,3 +327,29 @@ def test_another_pythons_or_platforms_wheel_verifies_with_an_empty_cache(
     status, report = verify(repo, wheel, LOCK_FILE, tmp_path / "empty")
     assert status == 0, report
     assert (tmp_path / "empty" / base.name).read_bytes() == base.read_bytes()
+
+
+def test_index_honours_overlay_as_verify_does(released: Released, tmp_path: Path) -> None:
+    repo, base, lock, cache = released
+    wheel = build(repo, base, lock)
+    other = tmp_path / "other.py"
+    other.write_bytes((repo / OVERLAY_PATH).read_bytes() + b"# another overlay\n")
+    options = ["--lock", str(lock), "--cache", str(cache), "--overlay", str(other)]
+    done = run_tool(repo, "index", str(wheel.parent), *options)
+    refusal(done, "--overlay")
+    assert not (wheel.parent / "simple").exists()
+
+
+def test_index_refuses_a_symlinked_project_folder(released: Released, tmp_path: Path) -> None:
+    """A static host serves ``simple/<project>/`` as it finds it: a link there would offer
+    pages the index never wrote, for a project the index does not hold."""
+    repo, base, lock, cache = released
+    wheel = build(repo, base, lock)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "index.html").write_text("<a href='https://elsewhere/x.whl'>x</a>")
+    (wheel.parent / "simple").mkdir()
+    (wheel.parent / "simple" / "torch-tensorrt-rtx").symlink_to(outside)
+    done = run_tool(repo, "index", str(wheel.parent), "--lock", str(lock), "--cache", str(cache))
+    refusal(done, repr(str(wheel.parent / "simple" / "torch-tensorrt-rtx")))
+    assert not (wheel.parent / "simple" / "index.html").exists()

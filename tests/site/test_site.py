@@ -14,6 +14,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 from helpers import refusal
+from patched_wheel.config import DEFAULT_RELEASE
 from patched_wheel.site import (
     INDEX_URL_PLACEHOLDER,
     SPHINX_OPTIONS,
@@ -83,17 +84,22 @@ def test_a_folder_with_files_is_refused(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old.html"]
 
 
-@pytest.mark.parametrize("planted", ["nothing", "symlink"])
+@pytest.mark.parametrize("planted", ["nothing", "symlink", "fifo"])
 def test_docs_built_elsewhere_must_be_a_folder_of_plain_files(tmp_path: Path, planted: str) -> None:
     """``--docs DIR`` (the workflow's docs job's output) is checked before anything is built:
-    it holds the docs' index.html and no symlink (which would copy what it points to)."""
+    it holds the docs' index.html and no symlink (which would copy what it points to) or FIFO
+    (which would stop the copy); the matrix option that would fail shows it is not reached."""
     docs = tmp_path / "docs-html"
     docs.mkdir()
-    if planted == "symlink":
+    if planted != "nothing":
         (docs / "index.html").write_text("<html></html>")
-        (docs / "secret").symlink_to("/etc/hostname")
-    completed = _site_command("--out", str(tmp_path / "site"), "--docs", str(docs))
-    refusal(completed, repr(str(docs / "secret" if planted == "symlink" else docs)))
+        if planted == "symlink":
+            (docs / "secret").symlink_to("/etc/hostname")
+        else:
+            os.mkfifo(docs / "secret")
+    arguments = ["--out", str(tmp_path / "site"), "--docs", str(docs), "--release", "1.0"]
+    completed = _site_command(*arguments)
+    refusal(completed, repr(str(docs / "secret" if planted != "nothing" else docs)))
     assert completed.stderr.count("\n") == 1 and not (tmp_path / "site").exists()
 
 
@@ -153,3 +159,28 @@ def test_pip_installs_the_patched_wheel_with_the_landing_pages_line(
     assert [p.name for p in target.glob("torch_tensorrt-*.dist-info")] == [
         f"torch_tensorrt-{read_projects(site / 'simple')['torch-tensorrt'][0]}.dist-info"
     ]
+
+
+@pytest.mark.network
+def test_a_relative_out_and_cache_are_the_callers(tmp_path: Path) -> None:
+    """Run from a folder outside the repository, ``--out NAME`` and ``--cache DIR`` are
+    that folder's; the install line names the site, not the folder it was built in."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(REPOSITORY), str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), "checkout", "-q", "-B", "main"], check=True)
+    here = tmp_path / "here"
+    (here / "docs").mkdir(parents=True)
+    (here / "docs" / "index.html").write_text("<html></html>")
+    (here / "bases").symlink_to(REPOSITORY / ".cache" / "base-wheels")
+    options = ["--release", DEFAULT_RELEASE, "--platform", "manylinux_2_28_x86_64"]
+    options += ["--python", f"{sys.version_info[0]}.{sys.version_info[1]}", "--cache", "bases"]
+    command = [sys.executable, str(clone / "tools/patched_wheel"), "site", "--out", "site"]
+    done = subprocess.run(
+        [*command, "--docs", "docs", *options], cwd=here, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert (here / "site" / "simple" / "index.html").is_file()
+    git_status = ["git", "-C", str(clone), "status", "--porcelain", "--ignored"]
+    status = subprocess.run(git_status, capture_output=True, text=True).stdout
+    assert status == "" and (here / "site").resolve().as_uri() in done.stdout
+    assert ".partial-" not in done.stdout + done.stderr.split("site in")[-1]

@@ -1,26 +1,79 @@
 """Command line of the patched-wheel tool: ``python tools/patched_wheel <command>``.
 
 Arguments are checked where they enter (exit status 2); a refusal is one PatchError, printed as
-``error: ...`` with exit status 1."""
+``error: ...`` with exit status 1.
+
+The command line starts the tool in a Python of its own, isolated (``-I``): Python
+runs a folder with the folder first on ``sys.path``, so a module there named like one of the
+standard library's could run in place of it, as could one on ``PYTHONPATH``, a
+``sitecustomize`` there, or one in the user's site folder. The isolated Python imports only the
+installed libraries and, by the package's name, the tool's own files; the first one refuses a
+module it already imported from the tool's folder (while starting, before this file ran)."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import shlex
 import sys
-import textwrap
-from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+
+def _folders_of(module: object) -> set[str]:
+    """The folder of a module's file, and the one above (a package's path entry)."""
+    where = os.path.dirname(os.path.abspath(getattr(module, "__file__", None) or os.sep))
+    return {where, os.path.dirname(where)}
+
+
+def _start_isolated(folder: str) -> None:
+    """Run this file again in an isolated Python, with the same arguments; never returns.
+    Refused where this Python already imported a module from the tool's folder or from
+    ``PYTHONPATH`` (a ``sitecustomize`` there runs before any file). Only ``os`` and ``sys``
+    are used before the folder is off the path: every Python imports them before a file."""
+    installed = sys.modules["site"].getsitepackages() if "site" in sys.modules else []
+    pythonpath = [
+        os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p
+    ]
+    folders = {folder, *pythonpath} - set(installed)
+    ran = [
+        f"{module.__file__} (as {name})"
+        for name, module in list(sys.modules.items())
+        if name != "__main__" and _folders_of(module) & folders
+    ]
+    if ran:
+        sys.exit(
+            f"error: the tool cannot start isolated: Python imported {ran[0]} from the tool's "
+            "folder or PYTHONPATH before the tool ran; remove that file, or unset PYTHONPATH"
+        )
+    if not sys.executable:
+        sys.exit(
+            "error: the tool cannot start isolated: this Python does not say where its "
+            "executable is (sys.executable); run the tool with a python executable"
+        )
+    command = [sys.executable, "-I", "-B", os.path.join(folder, "__main__.py"), *sys.argv[1:]]
+    if os.name != "nt":
+        os.execv(sys.executable, command)
+    del sys.path[0]  # Windows has no exec: a child, imported from nothing of the folder
+    import subprocess
+
+    sys.exit(subprocess.run(command).returncode)
+
 
 if __package__ in (None, ""):
-    # ``python tools/patched_wheel``: Python runs this file alone, with its folder first on
-    # sys.path; the folder's parent there instead makes the package import as itself.
-    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+    _folder = os.path.dirname(os.path.abspath(__file__))
+    on_path = {os.path.abspath(entry or os.curdir) for entry in sys.path}
+    if not sys.flags.isolated or _folder in on_path:
+        _start_isolated(_folder)
+    # The isolated Python: the folder's parent first on sys.path makes the package import as
+    # itself (and the package refuses any module there but its own).
+    sys.path.insert(0, os.path.dirname(_folder))
     from patched_wheel.__main__ import main as _main
 
     sys.exit(_main())
+
+import argparse  # noqa: E402 (below the start-up, which imports nothing before it)
+import json  # noqa: E402
+import shlex  # noqa: E402
+import textwrap  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple  # noqa: E402
 
 from . import (
     PatchError,
@@ -75,11 +128,15 @@ def _build(args: argparse.Namespace) -> None:
 
 
 def _listing_check(args: argparse.Namespace) -> Callable[[bytes, str], Optional[str]]:
-    """The check ``index`` and ``matrix`` list a wheel by: ``verify``'s verdict on its bytes."""
+    """The check ``index`` and ``matrix`` list a wheel by: ``verify``'s verdict on its bytes
+    (with ``index --overlay``, as ``verify --overlay`` gives it)."""
     official = lock.load_lock(args.lock)
+    overlay = args.overlay if args.command == "index" else None
 
     def check(data: bytes, filename: str) -> Optional[str]:
-        verification = verify.verify_bytes(data, filename, lock=official, cache_dir=args.cache)
+        verification = verify.verify_bytes(
+            data, filename, lock=official, cache_dir=args.cache, overlay=overlay
+        )
         return None if verification.verified else f"{filename}: {verification.verdict}"
 
     return check
@@ -127,11 +184,15 @@ def _matrix(args: argparse.Namespace) -> None:
 
 
 def _install_line(index_dir: Path) -> str:
-    """The pip line for the index's projects (``torch_tensorrt``, or the RTX one it holds)."""
-    pages = sorted(page.parent.name for page in index_dir.glob("*/index.html"))
-    names = [name.replace("-", "_") for name in pages] or ["torch_tensorrt"]
-    others = f" (or {', '.join(names[1:])})" if names[1:] else ""
-    line = f"pip install --extra-index-url {index_dir.resolve().as_uri()} {names[0]}{others}"
+    """The pip line for the index's projects (``torch_tensorrt``, or the RTX one it holds), each
+    pinned to its newest patched version: a bare name is met by the official wheel too, which
+    pip then installs where the index has no wheel for the Python or platform."""
+    pinned = [
+        f'"{name.replace("-", "_")}=={versions[0]}"'
+        for name, versions in site.read_projects(index_dir).items()
+    ]
+    others = f" (or {', '.join(pinned[1:])})" if pinned[1:] else ""
+    line = f"pip install --extra-index-url {index_dir.resolve().as_uri()} {pinned[0]}{others}"
     return console.escaped(line)
 
 

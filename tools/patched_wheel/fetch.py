@@ -79,6 +79,7 @@ def pip_download(
 ) -> Path:
     """The one wheel pip downloads for ``request`` into the empty ``folder``: the release
     exactly and this sha256 where given (``--require-hashes``), else what ``==`` picks."""
+    folder = folder.resolve()  # pip runs in it
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
     command += ["--disable-pip-version-check", "--no-input", "--no-cache-dir", "-d", str(folder)]
     # pip takes a manylinux tag as itself alone, not the older ones
@@ -93,7 +94,8 @@ def pip_download(
         requirement.write_text(f"{request.distribution}==={request.release} {pin}\n")
         command += ["--require-hashes", "-r", str(requirement)]
     try:
-        completed = subprocess.run(command, capture_output=True, text=True, check=False)
+        # in the empty download folder: ``-m`` puts the current folder first on pip's path
+        completed = subprocess.run(command, cwd=folder, capture_output=True, text=True, check=False)
     except OSError as error:
         raise PatchError(f"cannot run pip ({error}); install pip") from None
     wheels = sorted(folder.glob("*.whl"))
@@ -140,8 +142,11 @@ def find_installed() -> Installed:
     hidden = ("PYTHONPATH", "PYTHONNOUSERSITE", "PYTHONHOME") if isolated else ()  # pip's isolation
     environ = {name: value for name, value in os.environ.items() if name not in hidden}
     query = [sys.executable, "-c", _QUERY]
-    try:
-        completed = subprocess.run(query, env=environ, capture_output=True, text=True, check=True)
+    try:  # in an empty folder: ``-c`` puts the current folder first on the query's path
+        with tempfile.TemporaryDirectory() as empty:
+            completed = subprocess.run(
+                query, cwd=empty, env=environ, capture_output=True, text=True, check=True
+            )
         found = [(n, v, w, Path(r), d) for n, v, w, r, d in json.loads(completed.stdout)]
     except (OSError, subprocess.CalledProcessError, ValueError, TypeError):
         found = []

@@ -52,6 +52,13 @@ def write_text_atomically(path: Path, text: str) -> None:
     write_atomically(path, text.encode("utf-8"))
 
 
+def as_committed(data: bytes) -> bytes:
+    """A text file's bytes with CRLF line ends as LF, as git stores the repository's files: a
+    checkout's settings (``core.autocrlf``, ``eol=crlf``) change line ends only, and Python
+    compiles either alike, so a file hashes the same whatever a clone's settings wrote."""
+    return data.replace(b"\r\n", b"\n")
+
+
 def read_regular_file(path: Path, cap: int) -> bytes:
     """The bytes of the regular file ``path``, at most ``cap + 1`` of them; opened without
     blocking (a FIFO would wait for a writer forever) and checked through the descriptor, so a

@@ -110,6 +110,11 @@ def write_simple_index(wheel_dir: Path, *, check: Callable[[bytes, str], Optiona
     places = {index_dir: "folder"}
     for relative in pages:
         places.update({(index_dir / relative).parent: "folder", index_dir / relative: "file"})
+    # Nor is anything already in it a link: a static host would serve a linked
+    # simple/<project> as the index's own, with pages the index never wrote.
+    if index_dir.is_dir() and not index_dir.is_symlink():
+        for entry in [*index_dir.iterdir(), *index_dir.glob("*/*")]:
+            places.setdefault(entry, "folder" if entry.is_dir() else "file")
     for place, kind in places.items():
         with suppress(FileNotFoundError):
             mode = os.lstat(place).st_mode

@@ -155,8 +155,10 @@ class PatchedWheel(NamedTuple):
 
 
 def read_overlay(path: Path = config.DEFAULT_OVERLAY) -> Tuple[splice.OverlayParts, bytes]:
-    """(the overlay parsed, its bytes); one line if it cannot be read or spliced."""
+    """(the overlay parsed, its bytes with line ends as git stores them); one line if it
+    cannot be read or spliced."""
     data = files.read_file(path, what="the overlay", cap=1 << 20, kind=config.OVERLAY_KIND)
+    data = files.as_committed(data)
     return splice.overlay_from_bytes(data, repr(str(path))), data
 
 
@@ -169,7 +171,8 @@ def build_origin(overlay_data: bytes, *, repository: Path = config.REPOSITORY) -
     clean = revision.dirty is False and revision.revision != UNKNOWN
     sha256 = hashlib.sha256(overlay_data).hexdigest()
     releases = load_overlay_releases(config.OVERLAY_RELEASES_FILE)
-    label = label_for(sha256, releases, clean=clean)
+    known = revision.revision != UNKNOWN
+    label = label_for(sha256, releases, clean=clean if known else None)
     epoch = wheel.source_date_epoch(os.environ.get("SOURCE_DATE_EPOCH", ""))
     number = label_parts(label)[0]
     if number is not None:

@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 from urllib.parse import parse_qs, quote
 
-from . import PatchError, config, files, git
+from . import PatchError, config, files, git, loaded_sources, shadows
 from .releases import is_sha256_hex, load_overlay_releases, release_commit, tool_digest
 from .wheel import is_wheel_filename, parse_wheel_name
+
+logger = logging.getLogger(__name__)
 
 REVISION_FILE = ".source-revision.json"
 UNKNOWN = "unknown"
@@ -49,21 +52,39 @@ class SourceRevision(NamedTuple):
 
 
 def tool_sha256() -> str:
-    """The sha256 of the build tool's Python sources (name and bytes, in name order)."""
-    return tool_digest((path.name, path.read_bytes()) for path in _TOOL_SOURCES.glob("*.py"))
+    """The sha256 of the build tool's Python sources (name and bytes, in name order); refused
+    unless every module of the tool that ran, ran from those very bytes, and nothing stands in
+    for an installed module (see the package's docstring): what runs is what is hashed."""
+    sources = {path.name: path.read_bytes() for path in _TOOL_SOURCES.glob("*.py")}
+    changed = sorted(name for name, data in loaded_sources().items() if sources.get(name) != data)
+    if changed:
+        raise PatchError(
+            f"{changed[0]} of the build tool ran from other bytes than its file holds now (a "
+            ".pyc, or the file changed while the tool ran); run the tool again"
+        )
+    found = shadows()
+    if found:
+        raise PatchError(
+            f"{found[0]!r} stands in for an installed module, so the build tool is not only "
+            "its own files: remove it, or move it out of that folder"
+        )
+    return tool_digest((name, files.as_committed(data)) for name, data in sources.items())
 
 
 def _tree_files(repository: Path, overlay: Optional[bytes]) -> Dict[str, bytes]:
-    """The files a revision vouches for, as this tree has them: the tool and the overlay."""
+    """The files a revision vouches for, as this tree has them: the tool and the overlay, with
+    line ends as git stores them (:func:`~.files.as_committed`)."""
     tool = repository / config.TOOL_PATH
-    files = {
-        path.relative_to(repository).as_posix(): path.read_bytes()
+    tree = {
+        path.relative_to(repository).as_posix(): files.as_committed(path.read_bytes())
         for path in sorted(tool.rglob("*"))
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
     }
     overlay_file = repository.joinpath(*config.OVERLAY_PATH.split("/"))
-    files[config.OVERLAY_PATH] = overlay if overlay is not None else overlay_file.read_bytes()
-    return files
+    tree[config.OVERLAY_PATH] = files.as_committed(
+        overlay if overlay is not None else overlay_file.read_bytes()
+    )
+    return tree
 
 
 def _tree_digests(repository: Path, overlay: Optional[bytes]) -> Dict[str, str]:
@@ -78,7 +99,11 @@ def source_revision(
     """The revision of ``repository`` and whether ``overlay`` (default: the tree's) and the
     tool are that revision's: from git, else from the revision file, else unknown."""
     if (repository / ".git").exists():  # a checkout's root (else git answers for an enclosing one)
-        head = (git.git_text(repository, "rev-parse", "--verify", "HEAD") or "").strip()
+        try:
+            head = (git.git_text(repository, "rev-parse", "--verify", "HEAD") or "").strip()
+        except git.GitUnavailable as error:
+            logger.warning("no revision is known: %s", error)
+            return SourceRevision(UNKNOWN, None)
         paths = (config.TOOL_PATH, config.OVERLAY_PATH)
         listing = git.git_text(repository, "ls-tree", "-r", "--full-tree", "HEAD", "--", *paths)
         if is_commit(head) and listing is not None:

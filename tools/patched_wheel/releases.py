@@ -13,11 +13,9 @@ written (``memfix1``, ``memfix1.<N>``, ``memfix1.<N>.dev.g<sha>``, the above).
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import logging
 import re
-import tarfile
 from pathlib import Path
 from typing import Dict, Iterable, Mapping, Optional, Set, Tuple
 
@@ -55,15 +53,19 @@ def release_label(number: int) -> str:
     return f"{config.LABEL_NAME}.{number}"
 
 
-def label_for(overlay_sha256: str, releases: Mapping[str, int], *, clean: bool) -> str:
+def label_for(overlay_sha256: str, releases: Mapping[str, int], *, clean: Optional[bool]) -> str:
     """The release label of a registered overlay built from its own revision (``clean``);
-    else a development label, with a warning that says why."""
+    else a development label, with a warning that says why (``None``: no revision known)."""
     number = releases.get(overlay_sha256)
     if number is not None and clean:
         return release_label(number)
     newest = max(releases.values(), default=1)  # 1: the unnumbered memfix1 wheels
     label = f"{config.LABEL_NAME}.dev{newest}.g{overlay_sha256[:DEV_DIGITS]}"
-    why = "not a released one" if number is None else "not the revision's own overlay and tool"
+    why = "not the revision's own overlay and tool"
+    if number is None:
+        why = "not a released one"
+    elif clean is None:
+        why = "built where no revision is known (no git, or no .git and no revision file)"
     logger.warning(
         "the overlay (sha256 %s) is %s, so the wheel is labelled +%s, a development build "
         "that sorts below every release; to release it, commit it and run: %s",
@@ -136,13 +138,20 @@ def register_overlay(
     return number, True
 
 
-def main_history(repository: Path) -> Set[str]:
-    """Every commit of the main branch's first-parent history (empty without git or main)."""
-    for ref in ("refs/heads/main", "refs/remotes/origin/main"):
+# The refs whose first-parent history defines the releases: the clone's main, and the main it
+# was cloned from as last fetched (a local main behind it must not call a release unreleased).
+MAIN_REFS = ("refs/heads/main", "refs/remotes/origin/main")
+
+
+def main_history(repository: Path) -> Dict[str, Set[str]]:
+    """Each of :data:`MAIN_REFS` the clone has, with every commit of its first-parent history
+    (empty without either)."""
+    history = {}
+    for ref in MAIN_REFS:
         listed = git.git_text(repository, "rev-list", "--first-parent", ref, "--")
         if listed is not None:  # git fails on a ref that does not exist
-            return set(listed.split())
-    return set()
+            history[ref.split("/", 2)[2]] = set(listed.split())
+    return history
 
 
 def tool_digest(files: Iterable[Tuple[str, bytes]]) -> str:
@@ -154,19 +163,14 @@ def tool_digest(files: Iterable[Tuple[str, bytes]]) -> str:
 
 
 def tool_sha256_at(repository: Path, revision: str) -> Optional[str]:
-    """The :func:`tool_digest` of the tool as committed at ``revision`` (``None``: no tool)."""
-    archived = git.git_bytes(
-        repository, "archive", "--format=tar", "--end-of-options", revision, config.TOOL_PATH
-    )
-    if archived is None:
-        return None
-    files = []
-    with tarfile.open(fileobj=io.BytesIO(archived)) as tar:
-        for member in tar.getmembers():
-            folder, _, name = member.name.rpartition("/")
-            extracted = tar.extractfile(member) if member.isfile() else None
-            if folder == config.TOOL_PATH and name.endswith(".py") and extracted is not None:
-                files.append((name, extracted.read()))
+    """The :func:`tool_digest` of the tool as committed at ``revision`` (``None``: no tool),
+    from git's objects, whatever line ends the clone's settings would give them."""
+    committed = git.blobs(repository, revision, f"{config.TOOL_PATH}/")
+    files = [
+        (path.rpartition("/")[2], data)
+        for path, data in (committed or {}).items()
+        if path.rpartition("/")[0] == config.TOOL_PATH and path.endswith(".py")
+    ]
     return tool_digest(files) if files else None
 
 
@@ -190,7 +194,7 @@ def _build_inputs(repository: Path, revision: str) -> Optional[str]:
 
 def _registry_at(repository: Path, revision: str) -> Dict[str, int]:
     path = f"{config.TOOL_PATH}/{config.OVERLAY_RELEASES_FILE.name}"
-    data = git.git_bytes(repository, "show", "--end-of-options", f"{revision}:{path}")
+    data = git.git_bytes(repository, "cat-file", "blob", f"{revision}:{path}")
     return {} if data is None else releases_from_bytes(data, f"the registry at {revision}")
 
 
@@ -234,7 +238,7 @@ def released_at(repository: Path, revision: str) -> Tuple[bytes, Dict[str, int]]
     """(the overlay's bytes, the registry) as committed at ``revision``, which has both."""
     registry_path = f"{config.TOOL_PATH}/{config.OVERLAY_RELEASES_FILE.name}"
     overlay, registry = (
-        git.git_bytes(repository, "show", "--end-of-options", f"{revision}:{path}")
+        git.git_bytes(repository, "cat-file", "blob", f"{revision}:{path}")
         for path in (config.OVERLAY_PATH, registry_path)
     )
     if overlay is None or registry is None:

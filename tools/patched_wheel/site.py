@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -42,7 +43,9 @@ def build_site(
     instead of built here, so that the docs' requirements never run in the process, or the
     job, that builds, verifies and indexes the wheels (the pages workflow builds them in a job
     of their own)."""
-    # Check what the steps need before the minutes of building
+    # Check what the steps need before the minutes of building; paths are the caller's, from
+    # the current folder (the steps run there too, so --cache and the like mean the same)
+    out = out.absolute()
     if out.is_symlink():
         raise PatchError(
             f"{str(out)!r} is a symlink; name a new folder (the site is written as a new "
@@ -58,11 +61,11 @@ def build_site(
             f"{str(docs)!r} holds no index.html; build the docs into it first: "
             f"python -m sphinx -b html {' '.join(SPHINX_OPTIONS)} docsrc {docs}"
         )
-    links = [path for path in docs.rglob("*") if path.is_symlink()] if docs is not None else []
-    if links:
+    odd = [p for p in docs.rglob("*") if not _plain(p)] if docs is not None else []
+    if odd:
         raise PatchError(
-            f"{str(links[0])!r} is a symlink; the docs folder must hold plain files only "
-            "(build the docs into a new folder)"
+            f"{str(odd[0])!r} is a symlink, a FIFO or another file that is not a plain file or "
+            "folder; the docs folder must hold plain files only (build the docs into a new folder)"
         )
     if docs is None and importlib.util.find_spec("sphinx") is None:
         raise PatchError(
@@ -74,7 +77,7 @@ def build_site(
     try:
         # The patched wheels and their PEP 503 index, by the command line
         matrix = [sys.executable, str(Path(__file__).parent), "matrix", "--out", str(staging)]
-        _run_step("the wheels and their index", [*matrix, *matrix_options])
+        said = _run_step("the wheels and their index", [*matrix, *matrix_options])
         if not (staging / "simple" / "index.html").is_file():
             raise PatchError(
                 "the matrix wrote no index (its messages above say why: only wheels of a "
@@ -97,6 +100,9 @@ def build_site(
         if out.exists():
             out.rmdir()
         os.replace(staging, out)
+        # What the matrix said, of the folder it wrote in: the site's, now
+        said = said.replace(staging.resolve().as_uri(), out.resolve().as_uri())
+        print(said.replace(str(staging), str(out)), end="")
     finally:
         if staging.exists():
             shutil.rmtree(staging)
@@ -121,15 +127,26 @@ def docs_environment() -> Dict[str, str]:
     return dict(os.environ, PYTHONPATH=os.pathsep.join(folders))
 
 
-def _run_step(what: str, command: List[str], environment: Optional[Dict[str, str]] = None) -> None:
-    """Run one step's command in the repository, its output shown as it comes."""
+def _plain(path: Path) -> bool:
+    """Whether ``path`` is a plain file or folder (not a link, a FIFO, a device, a socket)."""
+    mode = path.lstat().st_mode
+    return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
+
+
+def _run_step(what: str, command: List[str], environment: Optional[Dict[str, str]] = None) -> str:
+    """Run one step's command in the current folder, its messages shown as they come; what it
+    printed, which names the staging folder, is returned to be said once the site is in place."""
     logger.info("building %s: %s", what, " ".join(command))
-    completed = subprocess.run(command, cwd=config.REPOSITORY, env=environment, check=False)
+    completed = subprocess.run(
+        command, env=environment, check=False, stdout=subprocess.PIPE, text=True
+    )
     if completed.returncode != 0:
+        print(completed.stdout, end="")
         raise PatchError(
             f"building {what} failed (exit status {completed.returncode}, its messages above); "
             "no site was written"
         )
+    return completed.stdout
 
 
 def read_projects(simple: Path) -> Dict[str, List[str]]:

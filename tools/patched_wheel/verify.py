@@ -18,7 +18,6 @@ import os
 import re
 import subprocess
 import sys
-import tarfile
 import tempfile
 import zipfile
 from dataclasses import dataclass, field
@@ -150,14 +149,12 @@ def _rebuild_from_history(repository: Path, provenance: Provenance, base: Path) 
     revision = provenance.revision
     with tempfile.TemporaryDirectory(prefix="patched-wheel-verify-") as folder:
         tree, out, lock = Path(folder) / "tree", Path(folder) / "out", Path(folder) / "lock.json"
-        data = git.git_bytes(repository, "archive", "--format=tar", "--end-of-options", revision)
-        if data is None:
-            raise PatchError(f"git archive of revision {revision} failed; check the clone")
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            if hasattr(tarfile, "data_filter"):  # a main branch commit of this repository
-                tar.extractall(tree, filter="data")
-            else:
-                tar.extractall(tree)
+        # The revision's tool and overlay as git stores them: no filter, no line-end conversion
+        committed = git.blobs(repository, revision, f"{config.TOOL_PATH}/", config.OVERLAY_PATH)
+        if not committed:
+            raise PatchError(f"git cannot list revision {revision}'s files; check the clone")
+        for path, body in committed.items():
+            files.write_atomically(tree.joinpath(*path.split("/")), body)
         source = SourceRevision(revision, False, provenance.source_date_epoch)
         write_revision_file(tree, tree, source)
         environ = {k: v for k, v in os.environ.items() if not k.startswith("TORCHTRT_BASE_")}
@@ -165,7 +162,9 @@ def _rebuild_from_history(repository: Path, provenance: Provenance, base: Path) 
         if provenance.source_date_epoch is not None:
             environ["SOURCE_DATE_EPOCH"] = provenance.source_date_epoch
         lock.write_text(json.dumps({"wheels": {provenance.base_wheel: provenance.base_sha256}}))
-        command = [sys.executable, str(tree / config.TOOL_PATH), "build", "--base-wheel", str(base)]
+        # Isolated (-I): the revision's own files and the installed libraries, nothing else
+        command = [sys.executable, "-I", "-B", str(tree / config.TOOL_PATH), "build"]
+        command += ["--base-wheel", str(base)]
         command += ["--out", str(out), "--lock", str(lock)]
         completed = subprocess.run(command, env=environ, capture_output=True, text=True)
         wheels = sorted(out.glob("*.whl")) if completed.returncode == 0 else []
@@ -272,19 +271,23 @@ def verify_bytes(
         why = "a build that names no clean revision (its record), not a release of this fork"
         return refuse(why)
     history = main_history(repository)
+    consulted = ", ".join(history) or "neither main nor origin/main (the clone has no such ref)"
     if not history:
-        return refuse(
-            f"{repository} has no main branch history to tell releases by; {FETCH_HISTORY}"
-        )
-    if revision not in history:
+        return refuse(f"{repository} has no main branch to tell releases by: {consulted}")
+    on = [ref for ref, commits in history.items() if revision in commits]
+    if not on:
         commit = f"{revision}^{{commit}}"
         known = git.git_text(repository, "cat-file", "-e", "--end-of-options", commit)
         if known is None:
-            raise PatchError(f"revision {revision} is not in this clone; {FETCH_HISTORY}")
+            raise PatchError(
+                f"revision {revision} is not in this clone (consulted: {consulted}); "
+                f"{FETCH_HISTORY}"
+            )
         return refuse(
-            f"revision {revision} is not on the main branch: an overlay this repository never "
-            "released"
+            f"revision {revision} is not on the main branch (consulted: {consulted}): an "
+            "overlay this repository never released"
         )
+    verification.lines.append(f"released on:    {' and '.join(on)} (the history consulted)")
     overlay_data, releases = released_at(repository, revision)
     if hashlib.sha256(overlay_data).hexdigest() != provenance.overlay_sha256:
         why = f"its overlay is not revision {revision}'s, though its record says so: altered"
@@ -304,6 +307,7 @@ def verify_bytes(
     given = None
     if overlay is not None:
         given = files.read_file(overlay, what="--overlay", kind=config.OVERLAY_KIND)
+        given = files.as_committed(given)
     if given is not None and hashlib.sha256(given).hexdigest() != provenance.overlay_sha256:
         raise PatchError(
             f"--overlay is not the overlay the wheel's record names ({provenance.overlay_sha256}); "
