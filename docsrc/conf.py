@@ -34,7 +34,7 @@ REPOSITORY = DOCS.parent
 OVERLAY = REPOSITORY / "py" / "torch_tensorrt" / "dynamo" / "utils.py"
 PATCHED_WHEEL = REPOSITORY / "tools" / "patched_wheel"
 
-for _folder in (DOCS / "_ext", REPOSITORY / "py", REPOSITORY / "tools"):
+for _folder in (DOCS / "_ext", REPOSITORY, REPOSITORY / "py", REPOSITORY / "tools"):
     if str(_folder) not in sys.path:
         sys.path.insert(0, str(_folder))
 

@@ -5,7 +5,7 @@ Directives:
 * ``.. readme-table:: NAME``: the named table (``results.TABLES``) with its notes, as the
   README shows it (the README holds a few of them; the docs show them all);
 * ``.. supported-matrix:: docsrc/_data/supported_matrix.json``: the matrix command's table;
-* the memory page's, from ``docsrc/_data/memory_terms.json`` (``memory_sizing.py``):
+* the memory page's, from ``docsrc/_data/memory_terms.json`` (``evidence/sizing.py``):
   ``memory-terms`` (each term, its value and sources), ``memory-formulas`` (each setting's
   peaks in W; ``:settings: fork fork-offload`` picks rows), ``memory-examples`` and
   ``sizing-calculator`` (``_templates/sizing.html`` rendered with the data, which it embeds
@@ -24,7 +24,6 @@ import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import jinja2
-import memory_sizing as sizing
 import results
 from docutils import nodes
 from docutils.parsers.rst import directives
@@ -32,6 +31,8 @@ from docutils.parsers.rst.states import Inliner
 from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.docutils import SphinxDirective
+
+from evidence import sizing
 
 SCALES = {"GiB": 1 / results.GiB, "MiB": 1 / results.MiB, "ms": 1000.0, "%": 100.0}
 

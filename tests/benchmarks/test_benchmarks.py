@@ -74,7 +74,7 @@ def test_measuring_never_imports_the_presenter() -> None:
     """The benchmarks write data; the docs' presenter reads it: no import runs the other way."""
     modules = [module for module, _ in dispatcher.BENCHMARKS.values()]
     code = f"import importlib, sys; [importlib.import_module(m) for m in {modules!r}]; "
-    code += "print(sorted({'results', 'memory_sizing'} & set(sys.modules)))"
+    code += "print(sorted({'results', 'evidence.sizing'} & set(sys.modules)))"
     env = {**os.environ, "PYTHONPATH": str(REPOSITORY / "tools")}  # as the dispatcher runs
     command = [sys.executable, "-c", code]
     done = subprocess.run(command, capture_output=True, text=True, cwd=REPOSITORY, env=env)

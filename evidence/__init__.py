@@ -1,0 +1,1 @@
+"""What the benchmarks measured, read for the docs and the README: results, tables, sizing."""
