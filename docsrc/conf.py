@@ -2,15 +2,16 @@
 
 Build with ``python -m sphinx -W -b html docsrc OUT`` or ``make -C docsrc html``; nothing needs
 to be on ``PYTHONPATH``. As Sphinx's own documentation does for local extensions, this file
-puts the folders the build imports from on ``sys.path``: ``_ext`` (the extensions and the
-presenter of the result files), ``../py`` (autodoc of the overlay) and ``../tools`` (the build
+puts the folders the build imports from on ``sys.path``: ``_ext`` (the extensions), the
+repository's root (the evidence package, ``evidence/``, which the extensions present), ``../py``
+(autodoc of the overlay) and ``../tools`` (the build
 tool's label rule, and its argument parser, which sphinx-argparse's ``.. argparse::`` renders
 as the build tool's reference; the pages pass ``:nodefault:``, since each option's help states
 its default, a path relative to the repository, where sphinx-argparse's own "Default:" line would
 show this machine's absolute path). Nothing here imports ``torch_tensorrt`` (it needs TensorRT):
 the version is read from the build's sources, and autodoc imports only the overlay
 ``py/torch_tensorrt/dynamo/utils.py``, as a namespace package from ``py``. The docs read the
-result files through ``_ext/results.py``, never the benchmarks' code.
+result files through the evidence package (``evidence/``), never the benchmarks' code.
 """
 
 from __future__ import annotations
@@ -184,10 +185,10 @@ nitpick_ignore = [
 # __init__, which autodoc does not list) as :attr:`name`; those stay plain text.
 nitpick_ignore_regex = [(r"py:attr", r"[a-z_][a-z0-9_]*")]
 
-# -- matplotlib's plot directive: results.plot(NAME) draws a named plot at build time ---------
+# -- matplotlib's plot directive: plots.plot(NAME) draws a named plot at build time -----------
 
 plot_working_directory = str(REPOSITORY)
-plot_pre_code = "import results\n"
+plot_pre_code = "from evidence import plots\n"
 plot_include_source = False
 plot_html_show_source_link = False
 plot_html_show_formats = False
@@ -226,7 +227,7 @@ def _drop_stale_plots(app: Any) -> None:
 
     matplotlib's plot directive reuses a drawn figure while the page that holds it is
     unchanged, but the figures depend on ``benchmarks/results/*.json`` and
-    ``_ext/results.py``, which it does not watch: a rebuild after new results would show
+    ``evidence/``, which it does not watch: a rebuild after new results would show
     the old plots. Its cache folder sits beside the doctrees.
     """
     shutil.rmtree(Path(app.doctreedir).parent / "plot_directive", ignore_errors=True)

@@ -28,6 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from benchmarks import harness
 from benchmarks.compile import sampler
 from benchmarks.compile.timeline import Mark, analyse
+from evidence import REPOSITORY, memory
 
 GiB = 1 << 30
 INTERVAL_S = 0.002  # between two memory samples
@@ -188,12 +189,12 @@ def run_case(
     samples_file = Path(tempfile.mkdtemp()) / "samples.txt"
     sampling = [str(os.getpid()), str(INTERVAL_S), str(samples_file)]
     watcher = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.compile.sampler", *sampling], cwd=harness.REPOSITORY
+        [sys.executable, "-m", "benchmarks.compile.sampler", *sampling], cwd=REPOSITORY
     )
     marks: List[Mark] = []
     phases = install_marks(marks)
     time.sleep(0.5)
-    before = (sampler.resident_bytes(os.getpid()) or 0, gpu_used())
+    before = (memory.process_bytes(), gpu_used())
     start = time.monotonic()
     compiled = torch_tensorrt.compile(
         module,
@@ -208,7 +209,7 @@ def run_case(
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
     time.sleep(0.5)
-    kept = ((sampler.resident_bytes(os.getpid()) or 0) - before[0], gpu_used() - before[1])
+    kept = (memory.process_bytes() - before[0], gpu_used() - before[1])
     watcher.terminate()
     watcher.wait(timeout=60)
     analysed = analyse(

@@ -28,8 +28,10 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from benchmarks import harness
 from benchmarks.compile.case import MODELS
+from evidence import RESULTS, result
+from evidence.result import Measure
 
-DEFAULT_OUT = harness.RESULTS / "compile.json"
+DEFAULT_OUT = RESULTS / "compile.json"
 
 
 class Setting(NamedTuple):
@@ -63,27 +65,45 @@ PLANS: Dict[str, List[Setting]] = {
     ],
 }
 
-MEASURES = harness.measures("""
-sum_peak_w | host + GPU peak | W | the largest sum of host RSS and GPU used memory at one sample,
-    above the sum before the compile, in multiples of the model's size W
-host_peak_w | host peak | W | host RSS peak above its value before
-gpu_peak_w | GPU peak | W | GPU used memory peak above its value before
-sum_kept_w | host + GPU kept | W | host + GPU after the compile (after gc and a CUDA cache
-    release), above the sum before
-host_kept_w | host kept | W | host RSS after the compile, above before
-gpu_kept_w | GPU kept | W | GPU used memory after the compile, above before
-sum_peak_bytes | host + GPU peak | bytes | as sum_peak_w
-host_peak_bytes | host peak | bytes | as host_peak_w
-gpu_peak_bytes | GPU peak | bytes | as gpu_peak_w
-compile_s | compile | s | seconds of torch_tensorrt.compile
-model_gib | W | GiB | the model's parameters and buffers
-max_abs_error | max error |  | largest absolute difference of the compiled module's output from
-    PyTorch's
-mean_abs_error | mean error |  | its mean
-reference_mean_abs | output scale |  | mean absolute value of PyTorch's output
-original_max_abs_error | original model's max error |  | the user's model run after the compile
-    (on the CPU after an offload) against its output before
-""")
+MEASURES = (
+    Measure(
+        "sum_peak_w",
+        "host + GPU peak",
+        "W",
+        "the largest sum of host RSS and GPU used memory at one sample, above the sum before "
+        "the compile, in multiples of the model's size W",
+    ),
+    Measure("host_peak_w", "host peak", "W", "host RSS peak above its value before"),
+    Measure("gpu_peak_w", "GPU peak", "W", "GPU used memory peak above its value before"),
+    Measure(
+        "sum_kept_w",
+        "host + GPU kept",
+        "W",
+        "host + GPU after the compile (after gc and a CUDA cache release), above the sum before",
+    ),
+    Measure("host_kept_w", "host kept", "W", "host RSS after the compile, above before"),
+    Measure("gpu_kept_w", "GPU kept", "W", "GPU used memory after the compile, above before"),
+    Measure("sum_peak_bytes", "host + GPU peak", "bytes", "as sum_peak_w"),
+    Measure("host_peak_bytes", "host peak", "bytes", "as host_peak_w"),
+    Measure("gpu_peak_bytes", "GPU peak", "bytes", "as gpu_peak_w"),
+    Measure("compile_s", "compile", "s", "seconds of torch_tensorrt.compile"),
+    Measure("model_gib", "W", "GiB", "the model's parameters and buffers"),
+    Measure(
+        "max_abs_error",
+        "max error",
+        "",
+        "largest absolute difference of the compiled module's output from PyTorch's",
+    ),
+    Measure("mean_abs_error", "mean error", "", "its mean"),
+    Measure("reference_mean_abs", "output scale", "", "mean absolute value of PyTorch's output"),
+    Measure(
+        "original_max_abs_error",
+        "original model's max error",
+        "",
+        "the user's model run after the compile (on the CPU after an offload) against its "
+        "output before",
+    ),
+)
 NOTES = [
     "W is the model's size (its parameters and buffers); every figure is above the value just "
     "before the compile, with the model on the GPU.",
@@ -121,7 +141,7 @@ def cases_of(plan: Sequence[Setting], wheels: Sequence[str], repeats: int) -> Li
                 parameters["options"] = dict(setting.options)
                 headline = setting.offload == "on" and label == ", ".join(words[:3])
                 cases.append(
-                    harness.case(
+                    result.case(
                         f"{slug}-r{repeat}", label, {}, headline=headline, parameters=parameters
                     )
                 )
@@ -133,7 +153,7 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     wheels = dict(item.split("=", 1) for item in args.wheels)
     plan = [s for s in PLANS[args.plan] if not args.models or s.model in args.models]
-    record = harness.provenance()
+    record = result.provenance()
     done: List[Dict[str, Any]] = []
     for planned in cases_of(plan, list(wheels), args.repeats):
         parameters = planned["parameters"]
@@ -164,10 +184,10 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
                 "host and GPU memory of torch_tensorrt.compile on TensorRT-RTX, official and fork"
             )
             settings = {"plan": args.plan, "wheels": wheels, "trt": str(args.trt)}
-            document = harness.result(
+            document = result.result(
                 "compile", title, record, MEASURES, done, notes=NOTES, settings=settings
             )
-            harness.save_result(args.out, document)
+            result.save(args.out, document)
     failed = sum("error" in case for case in done)
     if failed == len(done):
         print(f"every case failed: {args.out} left as it was", flush=True)

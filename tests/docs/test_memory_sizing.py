@@ -109,7 +109,7 @@ def test_a_missing_result_case_is_one_error(tmp_path: Path) -> None:
 def test_code_sources_are_upstream_code(data: Dict[str, Any]) -> None:
     """Each file and function a term cites is in the official wheel of the release the data
     file says it read (``upstream_release``)."""
-    from wheel_helpers import fetch
+    from tests.patched_wheel.wheel_helpers import fetch
 
     with zipfile.ZipFile(fetch(data["upstream_release"])) as wheel:
         for term in [*data["terms"].values(), data["partitioning"]]:

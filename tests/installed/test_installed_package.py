@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, Callable, Dict
 
 import pytest
-from installed_helpers import releases_to_test
+
+from tests.installed.installed_helpers import releases_to_test
 
 pytestmark = pytest.mark.skipif(
     sys.platform != "linux", reason="the tests install the official wheels' Linux builds"

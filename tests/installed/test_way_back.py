@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
-from helpers import make_wheel
-from installed_helpers import plain_index
 from patched_wheel.config import DEFAULT_RELEASE, README, REPOSITORY
 from patched_wheel.patch import build_patched_wheel
 from patched_wheel.wheel import BaseWheel
 from uv import find_uv_bin
+
+from tests.installed.installed_helpers import plain_index
+from tests.patched_wheel.helpers import make_wheel
 
 PYPI = "https://pypi.org/simple"
 INSTALL_PAGE = REPOSITORY / "docsrc" / "getting_started" / "installation.rst"

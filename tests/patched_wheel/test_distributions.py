@@ -12,7 +12,13 @@ from pathlib import Path
 from typing import Tuple
 
 import pytest
-from helpers import (
+from patched_wheel.config import DEFAULT_RELEASE, DISTRIBUTIONS, FIX_NAMES, REPOSITORY, TARGET
+from patched_wheel.patch import patch_wheel
+from patched_wheel.splice import overlay_from_bytes
+from patched_wheel.verify import read_provenance
+from patched_wheel.wheel import BaseWheel
+
+from tests.patched_wheel.helpers import (
     ORIGIN,
     OVERLAY,
     RELEASED,
@@ -25,12 +31,7 @@ from helpers import (
     source_build,
     write_lock,
 )
-from patched_wheel.config import DEFAULT_RELEASE, DISTRIBUTIONS, FIX_NAMES, REPOSITORY, TARGET
-from patched_wheel.patch import patch_wheel
-from patched_wheel.splice import overlay_from_bytes
-from patched_wheel.verify import read_provenance
-from patched_wheel.wheel import BaseWheel
-from wheel_helpers import fetch
+from tests.patched_wheel.wheel_helpers import fetch
 
 # An upstream utils.py of 2.8 and 2.9 in miniature: deallocate_module, no host-trim hook.
 UTILS_2_8 = b"""def deallocate_module(module, delete_module=True):

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import List
 
 import pytest
-from helpers import make_wheel, names, refusal, run_tool
 from patched_wheel.config import DEFAULT_RELEASE, REPOSITORY
+
+from tests.patched_wheel.helpers import make_wheel, names, refusal, run_tool
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="the venv's Python is bin/python on POSIX")

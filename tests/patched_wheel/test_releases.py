@@ -10,7 +10,21 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import (
+from packaging.version import Version
+from patched_wheel.config import (
+    DEFAULT_RELEASE,
+    LABEL_NAME,
+    OVERLAY_PATH,
+    OVERLAY_RELEASES_FILE,
+    REPOSITORY,
+)
+from patched_wheel.patch import Origin, patch_wheel
+from patched_wheel.provenance import SourceRevision, tool_sha256
+from patched_wheel.releases import label_for, release_label
+from patched_wheel.splice import overlay_from_bytes
+from patched_wheel.wheel import BaseWheel
+
+from tests.patched_wheel.helpers import (
     OVERLAY,
     RELEASED,
     Released,
@@ -25,19 +39,6 @@ from helpers import (
     run_tool,
     verify,
 )
-from packaging.version import Version
-from patched_wheel.config import (
-    DEFAULT_RELEASE,
-    LABEL_NAME,
-    OVERLAY_PATH,
-    OVERLAY_RELEASES_FILE,
-    REPOSITORY,
-)
-from patched_wheel.patch import Origin, patch_wheel
-from patched_wheel.provenance import SourceRevision, tool_sha256
-from patched_wheel.releases import label_for, release_label
-from patched_wheel.splice import overlay_from_bytes
-from patched_wheel.wheel import BaseWheel
 
 
 def test_a_development_build_is_not_a_release(released: Released) -> None:

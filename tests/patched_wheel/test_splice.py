@@ -12,7 +12,6 @@ from types import ModuleType
 from typing import Dict, List, Tuple
 
 import pytest
-from helpers import names
 from patched_wheel import PatchError
 from patched_wheel.config import DEFAULT_OVERLAY as OVERLAY
 from patched_wheel.config import DEFAULT_RELEASE, SUPPORTED_RELEASES, TARGET
@@ -26,6 +25,8 @@ from patched_wheel.splice import (
     source_segment,
     splice_overlay,
 )
+
+from tests.patched_wheel.helpers import names
 
 
 def parse_overlay(source: str) -> OverlayParts:

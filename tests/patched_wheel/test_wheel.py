@@ -7,9 +7,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from helpers import Released, build, names, refusal, run_tool, verify
 from patched_wheel import PatchError
 from patched_wheel.wheel import zip_date_time
+
+from tests.patched_wheel.helpers import Released, build, names, refusal, run_tool, verify
 
 
 def test_a_build_tag_is_refused_by_verify_and_index(released: Released) -> None:

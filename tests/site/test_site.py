@@ -13,13 +13,14 @@ from typing import List
 from urllib.parse import unquote, urlsplit
 
 import pytest
-from helpers import refusal
 from patched_wheel.site import (
     INDEX_URL_PLACEHOLDER,
     SPHINX_OPTIONS,
     landing_page,
     read_projects,
 )
+
+from tests.patched_wheel.helpers import refusal
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 
