@@ -13,6 +13,11 @@ Directives:
   ``sizing-calculator`` (``_templates/sizing.html`` rendered with the data, which it embeds
   for ``_static/sizing.js``, so that it works from ``file://``).
 
+``.. substitution-code-block:: console`` is a ``code-block`` whose ``|name|`` are replaced by the
+values of ``fork_substitutions`` (``conf.py``: the releases and the label, from
+:mod:`evidence.facts`), as ``rst_epilog`` replaces them in prose, so that a command keeps its
+highlighting and nobody types the label.
+
 Plots go through matplotlib's ``plot`` directive (``plots.plot("NAME")``; ``conf.py`` imports
 ``evidence.plots`` for it). The role ``:result:`STEM CASE MEASURE [FORMAT]``` writes one figure
 inline: the figure ``MEASURE`` of case ``CASE`` of ``benchmarks/results/STEM.json``, formatted
@@ -30,6 +35,7 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from docutils.parsers.rst.states import Inliner
 from sphinx.application import Sphinx
+from sphinx.directives.code import CodeBlock
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.docutils import SphinxDirective
 
@@ -163,6 +169,18 @@ def result_role(
     return [nodes.Text(shown), nodes.abbreviation("\u2020", "\u2020", explanation=why)], []
 
 
+class SubstitutionCodeBlock(CodeBlock):
+    """A ``code-block`` with the docs' substitutions (module docstring) replaced."""
+
+    def run(self) -> List[nodes.Node]:
+        values = self.config.fork_substitutions
+        self.content = type(self.content)(
+            [re.sub(r"\|(\w+)\|", lambda m: values.get(m[1], m[0]), line) for line in self.content],
+            items=self.content.items,
+        )
+        return super().run()
+
+
 class LongLiterals(SphinxPostTransform):
     """Marks inline code with a word too long for a phone's line (a path) ``long-literal``,
     the one kind of inline code ``fork.css`` lets break inside a word."""
@@ -177,6 +195,8 @@ class LongLiterals(SphinxPostTransform):
 
 
 def setup(app: Sphinx) -> Dict[str, Any]:
+    app.add_config_value("fork_substitutions", {}, "env")
+    app.add_directive("substitution-code-block", SubstitutionCodeBlock)
     app.add_post_transform(LongLiterals)
     app.add_directive("readme-table", ReadmeTable)
     app.add_directive("supported-matrix", SupportedMatrix)

@@ -127,14 +127,17 @@ def _markdown_commands(text: str) -> List[Tuple[str, Optional[str]]]:
 
 def _rst_blocks(text: str) -> Iterator[Tuple[str, List[str], Optional[str]]]:
     """(kind, lines, why not run) of each literal block: ``console``, another code-block
-    language, ``parsed-literal`` or ``literal`` (a paragraph's ``::``); why: the reason of a
+    language (``substituted console`` where the docs' substitutions are replaced in it),
+    ``parsed-literal`` or ``literal`` (a paragraph's ``::``); why: the reason of a
     ``.. not run:`` comment between the block before and this one."""
     lines = text.splitlines()
     after_last = 0
     for number, line in enumerate(lines):
-        directive = re.match(r"\s*\.\. (?:code-block|code|sourcecode)::\s*(\S+)", line)
+        directive = re.match(
+            r"\s*\.\. (substitution-)?(?:code-block|code|sourcecode)::\s*(\S+)", line
+        )
         if directive is not None:
-            kind = directive.group(1)
+            kind = ("substituted " if directive.group(1) else "") + directive.group(2)
         elif re.match(r"\s*\.\. parsed-literal::\s*$", line):
             kind = "parsed-literal"
         elif line.rstrip().endswith("::") and not line.lstrip().startswith(".."):
@@ -188,8 +191,9 @@ def substitutions() -> Dict[str, str]:
 def _page_commands(text: str, replace: Dict[str, str]) -> List[Tuple[str, Optional[str]]]:
     commands = []
     for kind, lines, why in _rst_blocks(text):
-        if kind == "parsed-literal":
+        if kind == "parsed-literal" or kind.startswith("substituted "):
             lines = [re.sub(r"\|([^|\s]+)\|", lambda m: replace[m.group(1)], x) for x in lines]
+            kind = kind.replace("substituted ", "")
         if kind in ("console", "parsed-literal", "literal"):
             commands += [(command, why) for command in _shown_commands(lines)]
         elif kind in ("bash", "sh", "shell"):

@@ -286,22 +286,6 @@ def test_reference_shows_every_command(built_html: Path, command: str) -> None:
 
 
 @pytest.mark.parametrize("command", [pytest.param(name, id=name or "tool") for name in _commands()])
-def test_reference_shows_every_option_as_help_does(built_html: Path, command: str) -> None:
-    """Each argument of a command is on its page with its help text as ``--help`` prints it:
-    ``%(default)s`` expanded, and repository paths relative, as the tool's help gives them."""
-    parser = _commands()[command]
-    shown = _help_shown(_reference_page(built_html, parser)[1])
-    printed = " ".join(parser.format_help().split())
-    for action in parser._actions:
-        if isinstance(action, argparse._HelpAction):
-            continue
-        name = ", ".join(action.option_strings) or action.metavar or action.dest
-        assert name in shown, f"{command}: the reference lists no {name}"
-        if action.help is not None:
-            assert shown[name] and shown[name] in printed, (command, name, shown[name])
-
-
-@pytest.mark.parametrize("command", [pytest.param(name, id=name or "tool") for name in _commands()])
 def test_every_default_is_in_its_help(command: str) -> None:
     """The reference pages leave out sphinx-argparse's own "Default:" line (``:nodefault:``),
     which would show a path default as this machine's absolute path: so every option with a

@@ -24,6 +24,7 @@ from patched_wheel.patch import build_patched_wheel
 from patched_wheel.wheel import BaseWheel
 from uv import find_uv_bin
 
+from evidence import facts
 from tests.installed.installed_helpers import plain_index
 from tests.patched_wheel.helpers import make_wheel
 
@@ -36,6 +37,8 @@ GO_BACK = re.compile(r"^\s*(?:\$ )?((?:uv )?pip install [^\n]*\"torch_tensorrt==
 def go_back_commands(path: Path) -> List[str]:
     """The go-back commands of a page, continuation lines joined."""
     text = re.sub(r"\\\n\s*", "", path.read_text(encoding="utf-8"))
+    for name, value in facts.substitutions().items():  # as the built page shows them
+        text = text.replace(f"|{name}|", value)
     return GO_BACK.findall(text)
 
 
