@@ -1,72 +1,58 @@
 """The benchmarks' one entry point: ``python -m benchmarks run NAME [its options]``.
 
-Run from the repository's root. ``python -m benchmarks list`` names every benchmark;
-``python -m benchmarks run NAME --help`` gives its options. Each benchmark is a module with
-``run(argv) -> int`` that writes one result file of the documented shape
-(``docsrc/_ext/results.py``) through ``benchmarks/harness.py``. Presenting the results is not
-done here: cog (``python -m cogapp -r -I docsrc/_ext -I tools README.md``) regenerates the
-README's blocks from the files.
+Run from the repository's root. A benchmark is a folder: ``benchmarks/<name>/run.py`` with
+``run(argv) -> int``, found by :func:`benchmarks` (as pytorch/benchmark finds its
+userbenchmarks), so adding one is adding a folder. ``python -m benchmarks list`` names every
+benchmark with the first line of its ``run.py``'s docstring; ``python -m benchmarks run NAME
+--help`` gives its options. Each writes its result file through :mod:`evidence.result`;
+presenting the results is not done here: cog (``python3 -m cogapp -r -I tools README.md``)
+regenerates the README's blocks from the files.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
-import os
-import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence
 
 from benchmarks import harness
 
-# name: (the module whose run() runs it, what it measures and where it runs)
-BENCHMARKS: Dict[str, Tuple[str, str]] = {
-    "offload": (
-        "benchmarks.offload.run",
-        "host + GPU memory and speed of moving a model to the CPU, per plan (GPU)",
-    ),
-    "host-heap": (
-        "benchmarks.host_heap.run",
-        "host memory kept after builder-like bursts, per allocator setting (CPU)",
-    ),
-    "host-heap-steady-loop": (
-        "benchmarks.host_heap.steady_loop",
-        "what a fixed glibc trim threshold costs a process that keeps allocating (CPU)",
-    ),
-    "build-speed": ("benchmarks.build_speed", "time of building patched wheels (CPU)"),
-    "compile": (
-        "benchmarks.compile.run",
-        "host + GPU memory of a real compile on TensorRT-RTX, official wheel against the fork (GPU)",
-    ),
-}
-
+HERE = Path(__file__).resolve().parent
 USAGE = "usage: python -m benchmarks {list | run NAME [options]}"
+
+
+def benchmarks() -> Dict[str, str]:
+    """Name (the folder's, ``-`` for ``_``) -> the module of each ``benchmarks/<name>/run.py``."""
+    folders = sorted(path.parent.name for path in HERE.glob("*/run.py"))
+    return {name.replace("_", "-"): f"benchmarks.{name}.run" for name in folders}
+
+
+def summary(module: str) -> str:
+    """The first paragraph of a benchmark's docstring, read without running it (torch, a GPU)."""
+    spec = importlib.util.find_spec(module)
+    source = Path(spec.origin).read_text(encoding="utf-8") if spec and spec.origin else ""
+    return " ".join((ast.get_docstring(ast.parse(source)) or "").split("\n\n", 1)[0].split())
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Dispatch: a benchmark's own options go to its ``run()`` untouched."""
     arguments = list(sys.argv[1:] if argv is None else argv)
-    if importlib.util.find_spec("patched_wheel") is None:
-        # The build tool has one import identity, ``patched_wheel`` with ``tools`` on the path
-        # (as the build backend and pytest have it): the run goes on in a process that has it.
-        tools = str(Path(__file__).resolve().parents[1] / "tools")
-        paths = [tools, *filter(None, [os.environ.get("PYTHONPATH")])]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
-        command = [sys.executable, "-m", "benchmarks", *arguments]
-        return subprocess.run(command, env=env, check=False).returncode
-    if arguments[:1] == ["run"] and len(arguments) > 1 and arguments[1] in BENCHMARKS:
-        module = importlib.import_module(BENCHMARKS[arguments[1]][0])
+    found = benchmarks()
+    if arguments[:1] == ["run"] and len(arguments) > 1 and arguments[1] in found:
+        module = importlib.import_module(found[arguments[1]])
         try:
             return int(module.run(arguments[2:]) or 0)
         except harness.BenchmarkError as error:
             print(f"error: {error}", file=sys.stderr)
             return 1
     if arguments == ["list"]:
-        for name, (_, what) in BENCHMARKS.items():
-            print(f"{name:>22}  {what}")
+        for name, module_name in found.items():
+            print(f"{name:>22}  {summary(module_name)}")
         return 0
-    print(f"{USAGE}\nbenchmarks: {', '.join(BENCHMARKS)}", file=sys.stderr)
+    print(f"{USAGE}\nbenchmarks: {', '.join(found)}", file=sys.stderr)
     return 0 if arguments in (["-h"], ["--help"]) else 2
 
 

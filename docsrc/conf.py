@@ -2,15 +2,16 @@
 
 Build with ``python -m sphinx -W -b html docsrc OUT`` or ``make -C docsrc html``; nothing needs
 to be on ``PYTHONPATH``. As Sphinx's own documentation does for local extensions, this file
-puts the folders the build imports from on ``sys.path``: ``_ext`` (the extensions and the
-presenter of the result files), ``../py`` (autodoc of the overlay) and ``../tools`` (the build
-tool's label rule, and its argument parser, which sphinx-argparse's ``.. argparse::`` renders
+puts the folders the build imports from on ``sys.path``: ``_ext`` (the extensions), the
+repository's root (the evidence package, ``evidence/``, which the extensions present), ``../py``
+(autodoc of the overlay) and ``../tools`` (the build
+tool's argument parser, which sphinx-argparse's ``.. argparse::`` renders
 as the build tool's reference; the pages pass ``:nodefault:``, since each option's help states
 its default, a path relative to the repository, where sphinx-argparse's own "Default:" line would
 show this machine's absolute path). Nothing here imports ``torch_tensorrt`` (it needs TensorRT):
 the version is read from the build's sources, and autodoc imports only the overlay
 ``py/torch_tensorrt/dynamo/utils.py``, as a namespace package from ``py``. The docs read the
-result files through ``_ext/results.py``, never the benchmarks' code.
+result files through the evidence package (``evidence/``), never the benchmarks' code.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
-import re
 import shutil
 import sys
 from pathlib import Path
@@ -34,7 +34,7 @@ REPOSITORY = DOCS.parent
 OVERLAY = REPOSITORY / "py" / "torch_tensorrt" / "dynamo" / "utils.py"
 PATCHED_WHEEL = REPOSITORY / "tools" / "patched_wheel"
 
-for _folder in (DOCS / "_ext", REPOSITORY / "py", REPOSITORY / "tools"):
+for _folder in (DOCS / "_ext", REPOSITORY, REPOSITORY / "py", REPOSITORY / "tools"):
     if str(_folder) not in sys.path:
         sys.path.insert(0, str(_folder))
 
@@ -42,29 +42,6 @@ for _folder in (DOCS / "_ext", REPOSITORY / "py", REPOSITORY / "tools"):
 # usage lines (sphinx-argparse) are 43 characters whatever the terminal of the build, what a
 # 375 px phone shows in a line at the font size fork.css gives code.
 os.environ["COLUMNS"] = "45"
-
-
-def _tool_sources() -> list[Path]:
-    return sorted(PATCHED_WHEEL.rglob("*.py"))
-
-
-def _supported_releases() -> list[str]:
-    for path in _tool_sources():
-        source = path.read_text(encoding="utf-8")
-        match = re.search(r"^SUPPORTED_RELEASES(?:: [^=]+)? = \(([^)]*)\)", source, re.M)
-        if match is not None:
-            return re.findall(r'"([^"]+)"', match.group(1))
-    raise RuntimeError(
-        "tools/patched_wheel: no SUPPORTED_RELEASES = (...); docsrc/conf.py reads it"
-    )
-
-
-def _overlay_label() -> str:
-    """The label the build gives the overlay as it is (its number in the registry of released
-    overlays), from the build tool itself: the rule is written once, in ``releases.py``."""
-    from patched_wheel.patch import current_label
-
-    return current_label(OVERLAY)
 
 
 def _build_requirements() -> str:
@@ -106,9 +83,14 @@ def _mib(size: int) -> str:
     return f"{size // (1024 * 1024)} MiB" if size % (1024 * 1024) == 0 else f"{size} bytes"
 
 
-SUPPORTED_RELEASES = _supported_releases()
-DEFAULT_RELEASE = SUPPORTED_RELEASES[-1]
-LOCAL_LABEL = _overlay_label()
+from evidence import facts  # noqa: E402  (the releases and the label, from the build tool)
+
+SUPPORTED_RELEASES = facts.SUPPORTED_RELEASES
+DEFAULT_RELEASE = facts.NEWEST_RELEASE
+LOCAL_LABEL = facts.label()
+# What substitution-code-block (_ext/sphinx_results.py) replaces in a code block, as rst_epilog
+# below does in prose.
+fork_substitutions = facts.substitutions()
 
 project = "torch_tensorrt compile-memory fork"
 author = "the fork's authors"
@@ -131,11 +113,8 @@ templates_path: list[str] = []
 nitpicky = True
 # Options such as --no-deps stay as typed, not turned into dashes.
 smartquotes = False
-rst_epilog = f"""
-.. |default_release| replace:: {DEFAULT_RELEASE}
-.. |local_label| replace:: {LOCAL_LABEL}
-.. |patched_version| replace:: {DEFAULT_RELEASE}+{LOCAL_LABEL}
-.. |oldest_release| replace:: {SUPPORTED_RELEASES[0]}
+rst_epilog = "".join(f".. |{name}| replace:: {text}\n" for name, text in fork_substitutions.items())
+rst_epilog += f"""
 .. |patched_version_literal| replace:: ``{DEFAULT_RELEASE}+{LOCAL_LABEL}``
 .. |label_literal| replace:: ``+{LOCAL_LABEL}``
 .. |release_label_literal| replace:: ``<release>+{LOCAL_LABEL}``
@@ -184,10 +163,10 @@ nitpick_ignore = [
 # __init__, which autodoc does not list) as :attr:`name`; those stay plain text.
 nitpick_ignore_regex = [(r"py:attr", r"[a-z_][a-z0-9_]*")]
 
-# -- matplotlib's plot directive: results.plot(NAME) draws a named plot at build time ---------
+# -- matplotlib's plot directive: plots.plot(NAME) draws a named plot at build time -----------
 
 plot_working_directory = str(REPOSITORY)
-plot_pre_code = "import results\n"
+plot_pre_code = "from evidence import plots\n"
 plot_include_source = False
 plot_html_show_source_link = False
 plot_html_show_formats = False
@@ -226,7 +205,7 @@ def _drop_stale_plots(app: Any) -> None:
 
     matplotlib's plot directive reuses a drawn figure while the page that holds it is
     unchanged, but the figures depend on ``benchmarks/results/*.json`` and
-    ``_ext/results.py``, which it does not watch: a rebuild after new results would show
+    ``evidence/``, which it does not watch: a rebuild after new results would show
     the old plots. Its cache folder sits beside the doctrees.
     """
     shutil.rmtree(Path(app.doctreedir).parent / "plot_directive", ignore_errors=True)

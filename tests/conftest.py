@@ -2,7 +2,7 @@
 
 ``network``: the test needs official wheels from the package index, itself or through a fixture
 that fetches them (marked here from the fixtures it uses, so that ``-m "not network"`` never
-downloads). Once ``python tests/fetch_wheels.py`` has filled the cache, these tests pass with no
+downloads). Once ``python -m tests.fetch_wheels`` has filled the cache, these tests pass with no
 network. ``pypi``: the test asks the live PyPI what it offers now; an offline run
 (``PIP_NO_INDEX`` set) skips it.
 """

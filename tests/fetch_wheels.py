@@ -1,7 +1,7 @@
 """Fetch everything the tests take from a package index, so that the suite then runs offline.
 
-    python tests/fetch_wheels.py                      # once, with the network
-    PIP_NO_INDEX=1 UV_OFFLINE=1 python -m pytest      # then, with no network at all
+    python -m tests.fetch_wheels                  # not run: once, with the network
+    PIP_NO_INDEX=1 UV_OFFLINE=1 python -m pytest  # then, with no network at all
 
 It puts every official wheel the tests use into the build's cache (``.cache/base-wheels``,
 pinned by the lock's sha256 as the build fetches them), and the wheels of the build's own
@@ -12,36 +12,20 @@ where the tests' isolated builds find them (the tests' ``conftest.py`` adds that
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import subprocess
 import sys
-from pathlib import Path
 from typing import List, Tuple
 
-HERE = Path(__file__).resolve().parent
+import evidence  # noqa: F401  (first: the build tool under its one name, evidence's docstring)
 
+# isort: split
+from patched_wheel import PatchError
+from patched_wheel.config import DEFAULT_CACHE_DIR, DEFAULT_RELEASE, REPOSITORY, SUPPORTED_RELEASES
+from patched_wheel.fetch import cached_base
+from patched_wheel.lock import load_lock
+from patched_wheel.settings import BaseRequest
 
-# The tool and the tests' helpers by the names pytest's ``pythonpath`` gives them (one import
-# identity each, no loader by file): run as a script, this re-runs itself with those folders
-# on ``PYTHONPATH``.
-PYTHONPATH = [HERE.parent / "tools", HERE / "patched_wheel", HERE / "installed"]
-if __name__ == "__main__" and importlib.util.find_spec("installed_helpers") is None:
-    paths = [*map(str, PYTHONPATH), *filter(None, [os.environ.get("PYTHONPATH")])]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
-    sys.exit(subprocess.run([sys.executable, __file__, *sys.argv[1:]], env=env).returncode)
-
-import installed_helpers  # noqa: E402
-from patched_wheel import PatchError  # noqa: E402
-from patched_wheel.config import (  # noqa: E402
-    DEFAULT_CACHE_DIR,
-    DEFAULT_RELEASE,
-    REPOSITORY,
-    SUPPORTED_RELEASES,
-)
-from patched_wheel.fetch import cached_base  # noqa: E402
-from patched_wheel.lock import load_lock  # noqa: E402
-from patched_wheel.settings import BaseRequest  # noqa: E402
+from tests.installed import installed_helpers
 
 BUILD_REQUIREMENTS_DIR = REPOSITORY / ".cache" / "build-requirements"
 BUILD_REQUIREMENTS = ("packaging>=24", "pip")

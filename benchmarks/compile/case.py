@@ -28,6 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from benchmarks import harness
 from benchmarks.compile import sampler
 from benchmarks.compile.timeline import Mark, analyse
+from evidence import REPOSITORY, memory
 
 GiB = 1 << 30
 INTERVAL_S = 0.002  # between two memory samples
@@ -214,10 +215,10 @@ def load_case(path: str, inputs_file: str) -> Dict[str, Any]:
     samples_file = Path(tempfile.mkdtemp()) / "samples.txt"
     sampling = [str(os.getpid()), str(INTERVAL_S), str(samples_file)]
     watcher = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.compile.sampler", *sampling], cwd=harness.REPOSITORY
+        [sys.executable, "-m", "benchmarks.compile.sampler", *sampling], cwd=REPOSITORY
     )
     time.sleep(0.5)
-    before = (sampler.resident_bytes(os.getpid()) or 0) + gpu_used()
+    before = memory.process_bytes() + gpu_used()
     start = time.monotonic()
     loaded = torch_tensorrt.load(path)
     module = loaded.module() if hasattr(loaded, "module") else loaded
@@ -226,7 +227,7 @@ def load_case(path: str, inputs_file: str) -> Dict[str, Any]:
     torch.cuda.synchronize()
     end = time.monotonic()
     time.sleep(0.5)
-    kept = (sampler.resident_bytes(os.getpid()) or 0) + gpu_used() - before
+    kept = memory.process_bytes() + gpu_used() - before
     watcher.terminate()
     watcher.wait(timeout=60)
     samples = sampler.read_samples(samples_file)
@@ -266,12 +267,12 @@ def run_case(
     samples_file = Path(tempfile.mkdtemp()) / "samples.txt"
     sampling = [str(os.getpid()), str(INTERVAL_S), str(samples_file)]
     watcher = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.compile.sampler", *sampling], cwd=harness.REPOSITORY
+        [sys.executable, "-m", "benchmarks.compile.sampler", *sampling], cwd=REPOSITORY
     )
     marks: List[Mark] = []
     phases = install_marks(marks)
     time.sleep(0.5)
-    before = (sampler.resident_bytes(os.getpid()) or 0, gpu_used())
+    before = (memory.process_bytes(), gpu_used())
     start = time.monotonic()
     compiled = torch_tensorrt.compile(
         module,
@@ -286,7 +287,7 @@ def run_case(
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
     time.sleep(0.5)
-    kept = ((sampler.resident_bytes(os.getpid()) or 0) - before[0], gpu_used() - before[1])
+    kept = (memory.process_bytes() - before[0], gpu_used() - before[1])
     folder = Path(tempfile.mkdtemp())
     python_runtime = bool((options or {}).get("use_python_runtime"))
     saves = _save_each_format(compiled, inputs, folder, python_runtime) if save else {}

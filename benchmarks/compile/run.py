@@ -28,8 +28,10 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from benchmarks import harness
 from benchmarks.compile.case import MODELS
+from evidence import RESULTS, result
+from evidence.result import Measure
 
-DEFAULT_OUT = harness.RESULTS / "compile.json"
+DEFAULT_OUT = RESULTS / "compile.json"
 
 
 class Setting(NamedTuple):
@@ -67,44 +69,79 @@ PLANS: Dict[str, List[Setting]] = {
     ],
 }
 
-MEASURES = harness.measures("""
-sum_peak_w | host + GPU peak | W | the largest sum of host RSS and GPU used memory at one sample,
-    above the sum before the compile, in multiples of the model's size W
-host_peak_w | host peak | W | host RSS peak above its value before
-gpu_peak_w | GPU peak | W | GPU used memory peak above its value before
-sum_kept_w | host + GPU kept | W | host + GPU after the compile (after gc and a CUDA cache
-    release), above the sum before
-host_kept_w | host kept | W | host RSS after the compile, above before
-gpu_kept_w | GPU kept | W | GPU used memory after the compile, above before
-sum_peak_bytes | host + GPU peak | bytes | as sum_peak_w
-host_peak_bytes | host peak | bytes | as host_peak_w
-gpu_peak_bytes | GPU peak | bytes | as gpu_peak_w
-compile_s | compile | s | seconds of torch_tensorrt.compile
-model_gib | W | GiB | the model's parameters and buffers
-max_abs_error | max error |  | largest absolute difference of the compiled module's output from
-    PyTorch's
-mean_abs_error | mean error |  | its mean
-reference_mean_abs | output scale |  | mean absolute value of PyTorch's output
-original_max_abs_error | original model's max error |  | the user's model run after the compile
-    (on the CPU after an offload) against its output before
-save_ep_peak_w | save, exported program: peak | W | host + GPU peak while torch_tensorrt.save
-    writes the compiled module as an exported program, above the value just before the save
-save_ts_peak_w | save, TorchScript: peak | W | the same for output_format="torchscript"
-save_ep_s | save, exported program | s | seconds of that save
-save_ts_s | save, TorchScript | s | seconds of that save
-load_ep_peak_w | load, exported program: peak | W | host + GPU peak of torch_tensorrt.load of the
-    exported-program save and one run, in a fresh process, above the value once torch_tensorrt
-    is imported and CUDA is up
-load_ts_peak_w | load, TorchScript: peak | W | the same for the TorchScript save
-load_ep_kept_w | load, exported program: kept | W | host + GPU after that load and run, above the
-    value before
-load_ts_kept_w | load, TorchScript: kept | W | the same for the TorchScript save
-load_ep_s | load, exported program | s | seconds of that load and run
-load_ts_s | load, TorchScript | s | seconds of that load and run
-load_ep_equal | load, exported program: same outputs |  | 1 where the loaded module's output equals
-    the compiled module's, else 0
-load_ts_equal | load, TorchScript: same outputs |  | the same for the TorchScript save
-""")
+MEASURES = (
+    Measure(
+        "sum_peak_w",
+        "host + GPU peak",
+        "W",
+        "the largest sum of host RSS and GPU used memory at one sample, above the sum before "
+        "the compile, in multiples of the model's size W",
+    ),
+    Measure("host_peak_w", "host peak", "W", "host RSS peak above its value before"),
+    Measure("gpu_peak_w", "GPU peak", "W", "GPU used memory peak above its value before"),
+    Measure(
+        "sum_kept_w",
+        "host + GPU kept",
+        "W",
+        "host + GPU after the compile (after gc and a CUDA cache release), above the sum before",
+    ),
+    Measure("host_kept_w", "host kept", "W", "host RSS after the compile, above before"),
+    Measure("gpu_kept_w", "GPU kept", "W", "GPU used memory after the compile, above before"),
+    Measure("sum_peak_bytes", "host + GPU peak", "bytes", "as sum_peak_w"),
+    Measure("host_peak_bytes", "host peak", "bytes", "as host_peak_w"),
+    Measure("gpu_peak_bytes", "GPU peak", "bytes", "as gpu_peak_w"),
+    Measure("compile_s", "compile", "s", "seconds of torch_tensorrt.compile"),
+    Measure("model_gib", "W", "GiB", "the model's parameters and buffers"),
+    Measure(
+        "max_abs_error",
+        "max error",
+        "",
+        "largest absolute difference of the compiled module's output from PyTorch's",
+    ),
+    Measure("mean_abs_error", "mean error", "", "its mean"),
+    Measure("reference_mean_abs", "output scale", "", "mean absolute value of PyTorch's output"),
+    Measure(
+        "original_max_abs_error",
+        "original model's max error",
+        "",
+        "the user's model run after the compile (on the CPU after an offload) against its "
+        "output before",
+    ),
+    Measure(
+        "save_ep_peak_w",
+        "save, exported program: peak",
+        "W",
+        "host + GPU peak while torch_tensorrt.save writes the compiled module as an exported "
+        "program, above the value just before the save",
+    ),
+    Measure("save_ts_peak_w", "save, TorchScript: peak", "W", "the same for TorchScript"),
+    Measure("save_ep_s", "save, exported program", "s", "seconds of that save"),
+    Measure("save_ts_s", "save, TorchScript", "s", "seconds of that save"),
+    Measure(
+        "load_ep_peak_w",
+        "load, exported program: peak",
+        "W",
+        "host + GPU peak of torch_tensorrt.load of the exported-program save and one run, in a "
+        "fresh process, above the value once torch_tensorrt is imported and CUDA is up",
+    ),
+    Measure("load_ts_peak_w", "load, TorchScript: peak", "W", "the same for TorchScript"),
+    Measure(
+        "load_ep_kept_w",
+        "load, exported program: kept",
+        "W",
+        "host + GPU after that load and run, above the value before",
+    ),
+    Measure("load_ts_kept_w", "load, TorchScript: kept", "W", "the same for TorchScript"),
+    Measure("load_ep_s", "load, exported program", "s", "seconds of that load and run"),
+    Measure("load_ts_s", "load, TorchScript", "s", "seconds of that load and run"),
+    Measure(
+        "load_ep_equal",
+        "load, exported program: same outputs",
+        "",
+        "1 where the loaded module's output equals the compiled module's, else 0",
+    ),
+    Measure("load_ts_equal", "load, TorchScript: same outputs", "", "the same for TorchScript"),
+)
 NOTES = [
     "W is the model's size (its parameters and buffers); every figure is above the value just "
     "before the compile, with the model on the GPU.",
@@ -143,7 +180,7 @@ def cases_of(plan: Sequence[Setting], wheels: Sequence[str], repeats: int) -> Li
                 parameters["options"] = dict(setting.options)
                 headline = setting.offload == "on" and label == ", ".join(words[:3])
                 cases.append(
-                    harness.case(
+                    result.case(
                         f"{slug}-r{repeat}", label, {}, headline=headline, parameters=parameters
                     )
                 )
@@ -176,7 +213,7 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     wheels = dict(item.split("=", 1) for item in args.wheels)
     plan = [s for s in PLANS[args.plan] if not args.models or s.model in args.models]
-    record = harness.provenance()
+    record = result.provenance()
     planned_cases = cases_of(plan, list(wheels), args.repeats)
     done: List[Dict[str, Any]] = []
     settings: Dict[str, Any] = {"plan": args.plan, "wheels": wheels, "trt": str(args.trt)}
@@ -212,10 +249,10 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
             title = (
                 "host and GPU memory of torch_tensorrt.compile on TensorRT-RTX, official and fork"
             )
-            document = harness.result(
+            document = result.result(
                 "compile", title, record, MEASURES, done, notes=NOTES, settings=settings
             )
-            harness.save_result(args.out, document)
+            result.save(args.out, document)
     failed = sum("error" in case for case in done)
     if failed == len(done):
         print(f"every case failed: {args.out} left as it was", flush=True)

@@ -1,9 +1,10 @@
 """The compile benchmark's memory sampler: a process of its own beside the case's.
 
 A thread in the compiling process would see nothing while a builder call holds the GIL, which
-is when the memory moves most, so the samples come from another process: the case's resident
-set (``/proc/PID/statm``) and the GPU's used memory (NVML, the whole device, as another process
-on a shared-memory machine would see it), every ``interval`` seconds, each line
+is when the memory moves most, so the samples come from another process: the case's memory
+(:func:`evidence.memory.process_bytes`, every benchmark's definition) and the GPU's used
+memory (NVML, the whole device, as another process on a shared-memory machine would see it),
+every ``interval`` seconds, each line
 ``t host_bytes gpu_bytes`` with ``t`` on the system's monotonic clock (the clock the case's
 phase marks use). Where NVML is missing (a machine without a GPU) the GPU column is 0.
 
@@ -21,15 +22,16 @@ from pathlib import Path
 from types import FrameType
 from typing import Callable, List, Optional, Tuple
 
-PAGE = os.sysconf("SC_PAGE_SIZE")
+import psutil
+
+from evidence import memory
 
 
 def resident_bytes(pid: int) -> Optional[int]:
-    """The resident set of ``pid`` in bytes, or ``None`` once it has exited."""
+    """The memory of ``pid`` in bytes, or ``None`` once it has exited."""
     try:
-        with open(f"/proc/{pid}/statm", "rb") as statm:
-            return int(statm.read().split()[1]) * PAGE
-    except (OSError, IndexError, ValueError):
+        return memory.process_bytes(pid)
+    except psutil.Error:
         return None
 
 

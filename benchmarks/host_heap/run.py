@@ -32,10 +32,12 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from benchmarks import harness
+from evidence import RESULTS, memory, result
+from evidence.result import Measure
 
 logger = logging.getLogger("host_heap")
 
-DEFAULT_OUTPUT = harness.RESULTS / "host_heap.json"
+DEFAULT_OUTPUT = RESULTS / "host_heap.json"
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -256,21 +258,6 @@ class _Libc:
         return int(self.mallinfo2().hblkhd)
 
 
-def _proc_status() -> Dict[str, int]:
-    """VmRSS, VmHWM and RssAnon of this process, in bytes."""
-    values: Dict[str, int] = {}
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            key, _, rest = line.partition(":")
-            if key in ("VmRSS", "VmHWM", "RssAnon"):
-                values[key] = int(rest.split()[0]) * KiB
-    return values
-
-
-def _rss() -> int:
-    return _proc_status()["VmRSS"]
-
-
 def _thread_heap_rss() -> int:
     """Resident bytes of glibc's thread-arena heaps: anonymous mappings aligned to their size.
 
@@ -365,7 +352,7 @@ def _run_round(
     try:
         allocated.wait()
         allocated_at = time.perf_counter()
-        peak = _proc_status()
+        peak = memory.process_bytes()
         mmapped = libc.mmapped_bytes()
         free_start = time.perf_counter()
         go_free.wait()
@@ -384,10 +371,9 @@ def _run_round(
         "alloc_s": alloc_s,
         "free_s": free_s,
         "burst_s": alloc_s + free_s,
-        "rss_peak": peak["VmRSS"],
-        "rss_anon_peak": peak["RssAnon"],
+        "rss_peak": peak,
         "glibc_mmapped_at_peak": mmapped,
-        "rss_after_free": _rss(),
+        "rss_after_free": memory.process_bytes(),
     }
 
 
@@ -421,7 +407,7 @@ def run_worker(args: argparse.Namespace) -> Dict[str, Any]:
     blocks = sum(len(sizes) for sizes in sizes_per_thread)
 
     live: List[int] = []
-    rss_before = _rss()
+    rss_before = memory.process_bytes()
     rounds: List[Dict[str, Any]] = []
     for _ in range(args.rounds):
         figures = _run_round(libc, sizes_per_thread, args.small_bytes, live)
@@ -431,7 +417,7 @@ def run_worker(args: argparse.Namespace) -> Dict[str, Any]:
             figures["trim_s"] = time.perf_counter() - trim_start
         else:
             figures["trim_s"] = None
-        figures["rss_after_trim"] = _rss()
+        figures["rss_after_trim"] = memory.process_bytes()
         tops = libc.arena_top_bytes()
         figures["arena_top_bytes"] = tops
         figures["thread_arena_top_bytes"] = None if tops is None else sum(tops[1:])
@@ -454,7 +440,6 @@ def run_worker(args: argparse.Namespace) -> Dict[str, Any]:
         "small_live_bytes": len(live) * args.small_bytes,
         "rss_before": rss_before,
         "rss_peak": max(figures["rss_peak"] for figures in rounds),
-        "vm_hwm": _proc_status()["VmHWM"],
         "rss_after_free": last["rss_after_free"],
         "rss_after_trim": last["rss_after_trim"],
         "kept_after_free": last["rss_after_free"] - rss_before,
@@ -509,9 +494,9 @@ def _balloon_free_page_reporting() -> Optional[bool]:
     """
     found = None
     for device in Path("/sys/bus/virtio/devices").glob("*"):
-        if harness.read_text(device / "device") != "0x0005":
+        if memory.read_text(device / "device") != "0x0005":
             continue
-        features = harness.read_text(device / "features") or ""
+        features = memory.read_text(device / "features") or ""
         found = len(features) > 5 and features[5] == "1"  # VIRTIO_BALLOON_F_REPORTING
     return found
 
@@ -570,7 +555,7 @@ def summarise(runs: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
     summary = []
     for (case, burst_gib), group in groups.items():
         medians: Dict[str, Optional[float]] = {}
-        for key in (key for key in MEASURES if key in group[0]):
+        for key in (m.key for m in MEASURES if m.key in group[0]):
             values = [run[key] for run in group if run[key] is not None]
             medians[key] = statistics.median(values) if values else None
         burst_bytes = group[0]["burst_bytes"]
@@ -613,31 +598,67 @@ def _fmt(value: Optional[float], scale: float = 1.0, digits: int = 2) -> str:
 
 
 # What each figure of a case is: the median over the case's repeats (its runs are its series).
-MEASURES = harness.measures("""
-burst_bytes | burst | bytes | bytes allocated in one burst
-repeats | repeats |  | runs of the case, each in a fresh process
-rss_before | RSS before | bytes | resident memory before burst 1
-rss_peak | RSS peak | bytes | the process's resident peak
-first_kept_after_trim | kept after burst 1 | bytes | RSS after burst 1 is freed (and trimmed,
-    for the fork), less RSS before
-kept_after_free | kept after the last free | bytes | RSS after the last burst is freed, before
-    any trim, less RSS before
-kept_after_trim | kept after burst 2 | bytes | RSS after the last burst is freed (and trimmed),
-    less RSS before
-first_kept_fraction | kept / burst, burst 1 |  | kept after burst 1 over the burst's bytes
-    (goal: at most 0.01)
-kept_fraction | kept / burst, burst 2 |  | kept after burst 2 over the burst's bytes
-trimmed_bytes | trimmed | bytes | bytes the last trim handed back
-first_trim_s | trim after burst 1 | s | time of the trim after burst 1
-trim_s | trim after burst 2 | s | time of the trim after the last burst
-first_trim_s_per_gib | trim per GiB, burst 1 | s | the trim's time per GiB handed back, burst 1
-trim_s_per_gib | trim per GiB, burst 2 | s | the trim's time per GiB handed back, last burst
-burst_s | time of burst 1 | s | allocate, touch and free burst 1 in a fresh process
-warm_burst_s | time of burst 2 | s | the same blocks again in the same process
-thread_arena_top_bytes | thread arenas' tops | bytes | the top chunks of the threads' arenas
-    (malloc_info), which malloc_trim does not shrink
-thread_heap_rss | thread heaps' RSS | bytes | resident memory of the threads' heaps
-""")
+MEASURES = (
+    Measure("burst_bytes", "burst", "bytes", "bytes allocated in one burst"),
+    Measure("repeats", "repeats", "", "runs of the case, each in a fresh process"),
+    Measure("rss_before", "RSS before", "bytes", "resident memory before burst 1"),
+    Measure("rss_peak", "RSS peak", "bytes", "the process's resident peak"),
+    Measure(
+        "first_kept_after_trim",
+        "kept after burst 1",
+        "bytes",
+        "RSS after burst 1 is freed (and trimmed, for the fork), less RSS before",
+    ),
+    Measure(
+        "kept_after_free",
+        "kept after the last free",
+        "bytes",
+        "RSS after the last burst is freed, before any trim, less RSS before",
+    ),
+    Measure(
+        "kept_after_trim",
+        "kept after burst 2",
+        "bytes",
+        "RSS after the last burst is freed (and trimmed), less RSS before",
+    ),
+    Measure(
+        "first_kept_fraction",
+        "kept / burst, burst 1",
+        "",
+        "kept after burst 1 over the burst's bytes (goal: at most 0.01)",
+    ),
+    Measure(
+        "kept_fraction", "kept / burst, burst 2", "", "kept after burst 2 over the burst's bytes"
+    ),
+    Measure("trimmed_bytes", "trimmed", "bytes", "bytes the last trim handed back"),
+    Measure("first_trim_s", "trim after burst 1", "s", "time of the trim after burst 1"),
+    Measure("trim_s", "trim after burst 2", "s", "time of the trim after the last burst"),
+    Measure(
+        "first_trim_s_per_gib",
+        "trim per GiB, burst 1",
+        "s",
+        "the trim's time per GiB handed back, burst 1",
+    ),
+    Measure(
+        "trim_s_per_gib",
+        "trim per GiB, burst 2",
+        "s",
+        "the trim's time per GiB handed back, last burst",
+    ),
+    Measure(
+        "burst_s", "time of burst 1", "s", "allocate, touch and free burst 1 in a fresh process"
+    ),
+    Measure("warm_burst_s", "time of burst 2", "s", "the same blocks again in the same process"),
+    Measure(
+        "thread_arena_top_bytes",
+        "thread arenas' tops",
+        "bytes",
+        "the top chunks of the threads' arenas (malloc_info), which malloc_trim does not shrink",
+    ),
+    Measure(
+        "thread_heap_rss", "thread heaps' RSS", "bytes", "resident memory of the threads' heaps"
+    ),
+)
 
 
 def host_heap_result(
@@ -655,7 +676,7 @@ def host_heap_result(
         )
         own = [run for run in runs if run["case"] == name and run["burst_gib"] == size]
         cases.append(
-            harness.case(
+            result.case(
                 f"{name}-{size:g}gib",
                 f"{registered.label}, {size:g} GiB",
                 figures,
@@ -670,7 +691,7 @@ def host_heap_result(
         "Figures are medians over the repeats, each in a fresh process."
     ]
     title = "Host memory kept after builder-like bursts of freed allocations, per allocator setting"
-    return harness.result(
+    return result.result(
         "host-heap", title, record, MEASURES, cases, notes=notes, settings=settings
     )
 
@@ -698,14 +719,14 @@ def run_driver(args: argparse.Namespace) -> int:
 
     largest = max(args.sizes_gib)
     needed = int(largest * GiB * 1.15)
-    available = harness.meminfo_bytes("MemAvailable") or 0
+    available = memory.meminfo_bytes("MemAvailable") or 0
     if available < needed:
         raise harness.BenchmarkError(
             f"the {largest:g} GiB burst needs about {needed / GiB:.1f} GiB available, "
             f"but MemAvailable is {available / GiB:.1f} GiB; pass smaller --sizes-gib"
         )
 
-    record = harness.provenance()
+    record = result.provenance()
     machine = allocator_info(jemalloc)
     runs: List[Dict[str, Any]] = []
     started = time.perf_counter()
@@ -756,7 +777,7 @@ def run_driver(args: argparse.Namespace) -> int:
         "skipped": skipped,
         "target": target,
     }
-    harness.save_result(args.output, host_heap_result(record, runs, settings))
+    result.save(args.output, host_heap_result(record, runs, settings))
     logger.info("wrote %s", args.output)
 
     sys.stderr.flush()

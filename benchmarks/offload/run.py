@@ -27,9 +27,11 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from benchmarks import harness
 from benchmarks.harness import load_overlay
+from evidence import RESULTS, memory, result
+from evidence.result import Measure
 
-DEFAULT_OUT = harness.RESULTS / "offload_headline.json"
-DEFAULT_TIMING_OUT = harness.RESULTS / "offload_headline_timing.json"
+DEFAULT_OUT = RESULTS / "offload_headline.json"
+DEFAULT_TIMING_OUT = RESULTS / "offload_headline_timing.json"
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -158,18 +160,6 @@ PLAN: List[Tuple[int, str, str, bool, int]] = [
     (61, "qwen2", "fork", False, 1),
     (60, "small", "fork", False, 1),
 ]
-
-
-def host_rss() -> int:
-    """Anonymous resident memory (statm's resident minus shared) of this process, in bytes.
-
-    File-backed pages (the CUDA and torch libraries paged in as new code runs, about 130 MiB
-    over a first offload) are left out: the kernel can drop them, and they are not what runs
-    a machine out of memory. Page-locked memory is anonymous and counts.
-    """
-    with open("/proc/self/statm") as statm:
-        fields = statm.read().split()
-    return (int(fields[1]) - int(fields[2])) * os.sysconf("SC_PAGE_SIZE")
 
 
 def warm_host_memory(gib: int) -> float:
@@ -319,7 +309,7 @@ def run_case(size_gib: int, mix: str, strategy: str, probes: bool = True) -> Dic
         for device in devices:
             free, total = torch.cuda.mem_get_info(device)
             used += total - free
-        return host_rss() + used
+        return memory.process_bytes() + used
 
     copies = {torch.ops.aten._to_copy.default, torch.ops.aten.copy_.default}
     peak = {"ops": 0, "sampler": 0}
@@ -327,24 +317,24 @@ def run_case(size_gib: int, mix: str, strategy: str, probes: bool = True) -> Dic
 
     class PerMove(TorchDispatchMode):
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:  # type: ignore[override]
-            result = func(*args, **(kwargs or {}))
+            out = func(*args, **(kwargs or {}))
             if func in copies:
                 peak["ops"] = max(peak["ops"], combined())
-                host_peak[0] = max(host_peak[0], host_rss())
-            return result
+                host_peak[0] = max(host_peak[0], memory.process_bytes())
+            return out
 
     probe_warm_up_bytes = 0
     if probes:
         # The first use of a dispatch mode initialises torch's Python dispatch machinery once
         # per process, about 72 MiB of host memory that stays: the probe's own cost, not the
         # move's, so it is paid before the start is read (and recorded here).
-        before = host_rss()
+        before = memory.process_bytes()
         with PerMove():
             torch.ones(4, device="cuda").cpu()
-        probe_warm_up_bytes = host_rss() - before
+        probe_warm_up_bytes = memory.process_bytes() - before
     start = combined()
     peak = {"ops": start, "sampler": start}
-    host_start = host_rss()
+    host_start = memory.process_bytes()
     host_peak[0] = host_start
 
     stop = threading.Event()
@@ -357,7 +347,7 @@ def run_case(size_gib: int, mix: str, strategy: str, probes: bool = True) -> Dic
             time.sleep(0.001)
 
     thread = threading.Thread(target=sampler, daemon=True)
-    rss_start = host_rss()
+    rss_start = memory.process_bytes()
     if probes:
         thread.start()
     began = time.perf_counter()
@@ -399,7 +389,7 @@ def run_case(size_gib: int, mix: str, strategy: str, probes: bool = True) -> Dic
         "sampler_samples": samples[0],
         "seconds": seconds,
         "GBps": weight_bytes / seconds / 1e9,
-        "host_after_minus_W_MiB": (host_rss() - rss_start - weight_bytes) / MiB,
+        "host_after_minus_W_MiB": (memory.process_bytes() - rss_start - weight_bytes) / MiB,
         "cuda_reserved_after_MiB": torch.cuda.memory_reserved() / MiB,
     }
 
@@ -564,64 +554,171 @@ def add_fractions(case: Dict[str, Any], ceiling: Dict[str, Any], limit: Dict[str
 
 
 # What each figure of a case or of the run's ceilings is (the result file carries it).
-MEASURES = harness.measures("""
-W_bytes | model size W | bytes | bytes of the model's parameters and buffers
-tensors | tensors |  | tensors the model holds
-largest_tensor_bytes | largest tensor | bytes | bytes of the model's largest tensor
-segments | segments |  | CUDA caching allocator segments holding the model before the move
-segments_shared | shared segments |  | segments holding more than one tensor
-largest_segment_live_bytes | fullest segment | bytes | most bytes of tensors in one segment,
-    which no tensor-by-tensor move hands back before all of them moved
-largest_segment_bytes | largest segment | bytes | bytes of the largest segment
-overshoot_floor_bytes | overshoot floor | bytes | the larger of the largest tensor and the
-    fullest segment
-overshoot_bytes | overshoot | bytes | peak of host RSS + CUDA reserved memory during the move,
-    above its value at the start (probed runs)
-overshoot_W | overshoot (W) | W | the overshoot in multiples of the model size W: the memory
-    held twice
-overshoot_over_floor_MiB | overshoot - floor | MiB | the overshoot less its floor (target: at
-    most 64 MiB)
-overshoot_over_largest_MiB | overshoot - largest tensor | MiB | the overshoot less the largest
-    tensor
-overshoot_ops_bytes | overshoot, per operation | bytes | the overshoot as the probe after every
-    tensor operation saw it
-overshoot_sampler_bytes | overshoot, sampled | bytes | the overshoot as the 1 ms sampler thread
-    saw it
-host_rise_at_copies_bytes | host rise at copies | bytes | host RSS rise seen at the tensor
-    copies
-probe_warm_up_host_bytes | probe warm-up | bytes | host memory the probes took before the move
-    (left out of the overshoot)
-sampler_samples | samples |  | samples the sampler thread took
-seconds | seconds | s | wall time of the move
-GBps | speed | GB/s | model size W / seconds of the move (GB = 1e9 bytes)
-host_after_minus_W_MiB | host after - W | MiB | host RSS after the move less W, above the start
-cuda_reserved_after_MiB | CUDA reserved after | MiB | memory the CUDA caching allocator still
-    reserves after the move
-fraction_of_copy_ceiling | of copy ceiling |  | speed / the run's copy ceiling (target 0.75;
-    0.6 for the small mix's 2-6 MiB tensors)
-fraction_of_median_copy_ceiling | of median copy ceiling |  | speed / the median of the copy
-    ceiling's samples
-host_limit_GBps | host limit | GB/s | the host's memory bandwidth over the strategy's bytes of
-    traffic per moved byte
-fraction_of_host_limit | of host limit |  | speed / the host limit for the strategy
-ceiling_GBps | copy ceiling | GB/s | 1 GiB from page-locked memory into fresh huge pages with
-    every core, best of the samples
-ceiling_median_GBps | copy ceiling, median | GB/s | the median of the same samples
-copy_GBps | plain copy | GB/s | a large copy between pre-faulted buffers, every core
-read_GBps | read-only pass | GB/s | a read-only pass over pre-faulted memory, every core
-write_GBps | write pass | GB/s | a write pass over pre-faulted memory, every core
-fault_in_GBps | fault-in | GB/s | fresh huge pages faulted in from every core
-dma_pinned_GBps | DMA into pinned | GB/s | a DMA into a reused page-locked buffer
-chunked_copy_fresh_GBps | chunked copy, fresh | GB/s | the fast path's 16 MiB chunked copy into
-    fresh memory
-chunked_copy_prefaulted_GBps | chunked copy, pre-faulted | GB/s | the same copy into memory
-    faulted in before
-bandwidth_GBps | memory bandwidth | GB/s | the larger of 2 x the plain copy and the read-only
-    pass
-limit_2_GBps | limit at 2 bytes of traffic | GB/s | bandwidth / 2 (DMA into the destination)
-limit_4_GBps | limit at 4 bytes of traffic | GB/s | bandwidth / 4 (a path through page-locked
-    chunks)
-""")
+MEASURES = (
+    Measure("W_bytes", "model size W", "bytes", "bytes of the model's parameters and buffers"),
+    Measure("tensors", "tensors", "", "tensors the model holds"),
+    Measure(
+        "largest_tensor_bytes", "largest tensor", "bytes", "bytes of the model's largest tensor"
+    ),
+    Measure(
+        "segments",
+        "segments",
+        "",
+        "CUDA caching allocator segments holding the model before the move",
+    ),
+    Measure("segments_shared", "shared segments", "", "segments holding more than one tensor"),
+    Measure(
+        "largest_segment_live_bytes",
+        "fullest segment",
+        "bytes",
+        "most bytes of tensors in one segment, which no tensor-by-tensor move hands back before "
+        "all of them moved",
+    ),
+    Measure("largest_segment_bytes", "largest segment", "bytes", "bytes of the largest segment"),
+    Measure(
+        "overshoot_floor_bytes",
+        "overshoot floor",
+        "bytes",
+        "the larger of the largest tensor and the fullest segment",
+    ),
+    Measure(
+        "overshoot_bytes",
+        "overshoot",
+        "bytes",
+        "peak of host RSS + CUDA reserved memory during the move, above its value at the start "
+        "(probed runs)",
+    ),
+    Measure(
+        "overshoot_W",
+        "overshoot (W)",
+        "W",
+        "the overshoot in multiples of the model size W: the memory held twice",
+    ),
+    Measure(
+        "overshoot_over_floor_MiB",
+        "overshoot - floor",
+        "MiB",
+        "the overshoot less its floor (target: at most 64 MiB)",
+    ),
+    Measure(
+        "overshoot_over_largest_MiB",
+        "overshoot - largest tensor",
+        "MiB",
+        "the overshoot less the largest tensor",
+    ),
+    Measure(
+        "overshoot_ops_bytes",
+        "overshoot, per operation",
+        "bytes",
+        "the overshoot as the probe after every tensor operation saw it",
+    ),
+    Measure(
+        "overshoot_sampler_bytes",
+        "overshoot, sampled",
+        "bytes",
+        "the overshoot as the 1 ms sampler thread saw it",
+    ),
+    Measure(
+        "host_rise_at_copies_bytes",
+        "host rise at copies",
+        "bytes",
+        "host RSS rise seen at the tensor copies",
+    ),
+    Measure(
+        "probe_warm_up_host_bytes",
+        "probe warm-up",
+        "bytes",
+        "host memory the probes took before the move (left out of the overshoot)",
+    ),
+    Measure("sampler_samples", "samples", "", "samples the sampler thread took"),
+    Measure("seconds", "seconds", "s", "wall time of the move"),
+    Measure("GBps", "speed", "GB/s", "model size W / seconds of the move (GB = 1e9 bytes)"),
+    Measure(
+        "host_after_minus_W_MiB",
+        "host after - W",
+        "MiB",
+        "host RSS after the move less W, above the start",
+    ),
+    Measure(
+        "cuda_reserved_after_MiB",
+        "CUDA reserved after",
+        "MiB",
+        "memory the CUDA caching allocator still reserves after the move",
+    ),
+    Measure(
+        "fraction_of_copy_ceiling",
+        "of copy ceiling",
+        "",
+        "speed / the run's copy ceiling (target 0.75; 0.6 for the small mix's 2-6 MiB tensors)",
+    ),
+    Measure(
+        "fraction_of_median_copy_ceiling",
+        "of median copy ceiling",
+        "",
+        "speed / the median of the copy ceiling's samples",
+    ),
+    Measure(
+        "host_limit_GBps",
+        "host limit",
+        "GB/s",
+        "the host's memory bandwidth over the strategy's bytes of traffic per moved byte",
+    ),
+    Measure(
+        "fraction_of_host_limit", "of host limit", "", "speed / the host limit for the strategy"
+    ),
+    Measure(
+        "ceiling_GBps",
+        "copy ceiling",
+        "GB/s",
+        "1 GiB from page-locked memory into fresh huge pages with every core, best of the "
+        "samples",
+    ),
+    Measure(
+        "ceiling_median_GBps", "copy ceiling, median", "GB/s", "the median of the same samples"
+    ),
+    Measure(
+        "copy_GBps", "plain copy", "GB/s", "a large copy between pre-faulted buffers, every core"
+    ),
+    Measure(
+        "read_GBps",
+        "read-only pass",
+        "GB/s",
+        "a read-only pass over pre-faulted memory, every core",
+    ),
+    Measure("write_GBps", "write pass", "GB/s", "a write pass over pre-faulted memory, every core"),
+    Measure("fault_in_GBps", "fault-in", "GB/s", "fresh huge pages faulted in from every core"),
+    Measure("dma_pinned_GBps", "DMA into pinned", "GB/s", "a DMA into a reused page-locked buffer"),
+    Measure(
+        "chunked_copy_fresh_GBps",
+        "chunked copy, fresh",
+        "GB/s",
+        "the fast path's 16 MiB chunked copy into fresh memory",
+    ),
+    Measure(
+        "chunked_copy_prefaulted_GBps",
+        "chunked copy, pre-faulted",
+        "GB/s",
+        "the same copy into memory faulted in before",
+    ),
+    Measure(
+        "bandwidth_GBps",
+        "memory bandwidth",
+        "GB/s",
+        "the larger of 2 x the plain copy and the read-only pass",
+    ),
+    Measure(
+        "limit_2_GBps",
+        "limit at 2 bytes of traffic",
+        "GB/s",
+        "bandwidth / 2 (DMA into the destination)",
+    ),
+    Measure(
+        "limit_4_GBps",
+        "limit at 4 bytes of traffic",
+        "GB/s",
+        "bandwidth / 4 (a path through page-locked chunks)",
+    ),
+)
 # A case's settings, not its figures.
 PARAMETERS = ("size_gib", "mix", "strategy", "probes", "repeat", "torch_threads", "devices")
 PARAMETERS += ("traffic_bytes_per_byte",)
@@ -631,7 +728,7 @@ def _ceiling_case(case_id: str, label: str, ceiling: Dict[str, Any]) -> Dict[str
     figures = {"ceiling_GBps": ceiling["GBps"], "ceiling_median_GBps": ceiling["median_GBps"]}
     parameters = {"kind": "ceiling", "threads": ceiling["threads"], "bytes": ceiling["bytes"]}
     series = {"samples_GBps": ceiling["samples_GBps"]}
-    return harness.case(case_id, label, figures, parameters=parameters, series=series)
+    return result.case(case_id, label, figures, parameters=parameters, series=series)
 
 
 def _move_case(raw: Dict[str, Any]) -> Dict[str, Any]:
@@ -643,7 +740,7 @@ def _move_case(raw: Dict[str, Any]) -> Dict[str, Any]:
     figures = {k: v for k, v in raw.items() if k not in PARAMETERS}
     parameters = {k: raw[k] for k in PARAMETERS if k in raw}
     case_id = f"{size}gib-{mix}-{name}{repeat}"
-    return harness.case(case_id, label, figures, headline=strategy.headline, parameters=parameters)
+    return result.case(case_id, label, figures, headline=strategy.headline, parameters=parameters)
 
 
 def offload_result(
@@ -664,7 +761,7 @@ def offload_result(
     for count, value in limit["limit_GBps"].items():
         figures[f"limit_{count}_GBps"] = value
     parameters = {"kind": "limit", "threads": limit["threads"]}
-    entries.append(harness.case("host-limit", "the host's limit", figures, parameters=parameters))
+    entries.append(result.case("host-limit", "the host's limit", figures, parameters=parameters))
     used = dict.fromkeys(raw["strategy"] for raw in cases)
     described = (f"`{n}`: {STRATEGIES[n].description}" for n in used)
     notes = ["Strategies: " + "; ".join(described) + "."]
@@ -673,7 +770,7 @@ def offload_result(
     what = "host + GPU memory held during the move (memory probes on)"
     what = what if probed else "speed of the move (no memory probes)"
     title = f"Offloading a model from the GPU to the CPU: {what}, per model and strategy"
-    return harness.result(
+    return result.result(
         "offload", title, record, MEASURES, entries, notes=notes, settings=settings
     )
 
@@ -710,7 +807,7 @@ def run(argv: Optional[List[str]] = None) -> int:
         harness.print_case_result(run_case(int(size), mix, strategy, probes == "1"))
         return 0
 
-    record = harness.provenance()
+    record = result.provenance()
     began = time.perf_counter()
     warm_up_s = warm_host_memory(max(size for size, *_ in PLAN) + 8)
     ceiling = copy_ceiling()
@@ -726,7 +823,7 @@ def run(argv: Optional[List[str]] = None) -> int:
         for path, done in ((args.out, probed), (args.timing_out, timed)):
             if done:
                 document = offload_result(record, done, ceiling, limit, settings)
-                harness.save_result(path, document)
+                result.save(path, document)
 
     for size, mix, strategy, probe, timed_runs in PLAN:
         runs = ([(True, 0)] if probe else []) + [(False, repeat) for repeat in range(timed_runs)]

@@ -1,18 +1,25 @@
-"""Sphinx extension: the presenter's tables (``results.py``) as docutils nodes, and one role.
+"""Sphinx extension: the evidence package's tables as docutils nodes, and one role.
+
+It only adapts :mod:`evidence` to Sphinx: what a table holds is decided there.
 
 Directives:
 
-* ``.. readme-table:: NAME``: the named table (``results.TABLES``) with its notes, as the
+* ``.. readme-table:: NAME``: the named table (``evidence.tables.TABLES``) with its notes, as the
   README shows it (the README holds a few of them; the docs show them all);
 * ``.. supported-matrix:: docsrc/_data/supported_matrix.json``: the matrix command's table;
-* the memory page's, from ``docsrc/_data/memory_terms.json`` (``memory_sizing.py``):
+* the memory page's, from ``docsrc/_data/memory_terms.json`` (``evidence/sizing.py``):
   ``memory-terms`` (each term, its value and sources), ``memory-formulas`` (each setting's
   peaks in W; ``:settings: fork fork-offload`` picks rows), ``memory-examples`` and
   ``sizing-calculator`` (``_templates/sizing.html`` rendered with the data, which it embeds
   for ``_static/sizing.js``, so that it works from ``file://``).
 
-Plots go through matplotlib's ``plot`` directive (``results.plot("NAME")``; ``conf.py`` imports
-``results`` for it). The role ``:result:`STEM CASE MEASURE [FORMAT]``` writes one figure
+``.. substitution-code-block:: console`` is a ``code-block`` whose ``|name|`` are replaced by the
+values of ``fork_substitutions`` (``conf.py``: the releases and the label, from
+:mod:`evidence.facts`), as ``rst_epilog`` replaces them in prose, so that a command keeps its
+highlighting and nobody types the label.
+
+Plots go through matplotlib's ``plot`` directive (``plots.plot("NAME")``; ``conf.py`` imports
+``evidence.plots`` for it). The role ``:result:`STEM CASE MEASURE [FORMAT]``` writes one figure
 inline: the figure ``MEASURE`` of case ``CASE`` of ``benchmarks/results/STEM.json``, formatted
 with ``FORMAT`` (``.2f``; ``GiB:.2f``, ``MiB:.0f``, ``ms:.1f`` and ``%:.1f`` scale first), and a
 dagger when that file measured another overlay than the current one.
@@ -24,16 +31,18 @@ import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import jinja2
-import memory_sizing as sizing
-import results
 from docutils import nodes
 from docutils.parsers.rst import directives
 from docutils.parsers.rst.states import Inliner
 from sphinx.application import Sphinx
+from sphinx.directives.code import CodeBlock
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.docutils import SphinxDirective
 
-SCALES = {"GiB": 1 / results.GiB, "MiB": 1 / results.MiB, "ms": 1000.0, "%": 100.0}
+from evidence import REPOSITORY, RESULTS, sizing, tables
+from evidence.result import ResultError, find_case, result_file
+
+SCALES = {"GiB": 1 / tables.GiB, "MiB": 1 / tables.MiB, "ms": 1000.0, "%": 100.0}
 
 
 def paragraph(text: str) -> nodes.paragraph:
@@ -48,8 +57,8 @@ def paragraph(text: str) -> nodes.paragraph:
     return node
 
 
-def table_nodes(table: results.Table, classes: Sequence[str] = ("benchmark-table",)) -> List[Any]:
-    """A :class:`results.Table` as a docutils table, then its notes; a cell is text (as
+def table_nodes(table: tables.Table, classes: Sequence[str] = ("benchmark-table",)) -> List[Any]:
+    """A :class:`evidence.tables.Table` as a docutils table, then its notes; a cell is text (as
     :func:`paragraph` reads it) or a node."""
     node = nodes.table(classes=list(classes))
     group = nodes.tgroup(cols=len(table.header))
@@ -72,35 +81,35 @@ class ReadmeTable(SphinxDirective):
     required_arguments = 1
 
     def run(self) -> List[nodes.Node]:
-        for path in results.RESULTS.glob("*.json"):
+        for path in RESULTS.glob("*.json"):
             self.env.note_dependency(str(path))
         try:
-            return table_nodes(results.table(self.arguments[0]))
-        except results.ResultError as error:
+            return table_nodes(tables.table(self.arguments[0]))
+        except ResultError as error:
             return [self.state_machine.reporter.error(str(error), line=self.lineno)]
 
 
 class SupportedMatrix(SphinxDirective):
-    """The supported releases (:func:`results.supported_matrix`)."""
+    """The supported releases (:func:`evidence.tables.supported_matrix`)."""
 
     required_arguments = 1
 
     def run(self) -> List[nodes.Node]:
-        path = results.REPOSITORY / self.arguments[0]
+        path = REPOSITORY / self.arguments[0]
         self.env.note_dependency(str(path))
-        return table_nodes(results.supported_matrix(path))
+        return table_nodes(tables.supported_matrix(path))
 
 
 class MemoryDirective(SphinxDirective):
     """The memory page's tables and calculator (module docstring)."""
 
     option_spec = {"settings": directives.unchanged}
-    calculator = results.REPOSITORY / "docsrc" / "_templates" / "sizing.html"
+    calculator = REPOSITORY / "docsrc" / "_templates" / "sizing.html"
 
     def run(self) -> List[nodes.Node]:
         root = "../" * self.env.docname.count("/")
         data = sizing.load(root=root)
-        for path in [sizing.DATA, self.calculator, *results.RESULTS.glob("*.json")]:
+        for path in [sizing.DATA, self.calculator, *RESULTS.glob("*.json")]:
             self.env.note_dependency(str(path))
         if self.name == "sizing-calculator":
             environment = jinja2.Environment(autoescape=True)
@@ -113,7 +122,7 @@ class MemoryDirective(SphinxDirective):
             table = sizing.example_table(data)
         else:
             rows = [self.term_row(term) for term in data["terms"].values()]
-            table = results.Table(["term", "size", "source"], rows)
+            table = tables.Table(["term", "size", "source"], rows)
         return table_nodes(table, [self.name])
 
     @staticmethod
@@ -145,19 +154,31 @@ def result_role(
     words = text.split()
     try:
         if len(words) not in (3, 4):
-            raise results.ResultError("write STEM CASE MEASURE [FORMAT]")
-        document = results.result_file(words[0])
-        inliner.document.settings.env.note_dependency(str(results.REPOSITORY / document["_file"]))
-        value = results.case(document, words[1])["figures"][words[2]]
+            raise ResultError("write STEM CASE MEASURE [FORMAT]")
+        document = result_file(words[0])
+        inliner.document.settings.env.note_dependency(str(REPOSITORY / document["_file"]))
+        value = find_case(document, words[1])["figures"][words[2]]
         unit, _, spec = words[3].rpartition(":") if len(words) == 4 else ("", "", "")
         shown = format(value * SCALES.get(unit, 1.0), spec)
-    except (results.ResultError, KeyError, TypeError, ValueError) as error:
+    except (ResultError, KeyError, TypeError, ValueError) as error:
         message = inliner.reporter.error(f":result:`{text}`: {error!r}", line=lineno)
         return [inliner.problematic(rawtext, rawtext, message)], [message]
-    if "not the current" not in results.overlay_text(document):
+    if "not the current" not in tables.overlay_text(document):
         return [nodes.Text(shown)], []
-    why = f"measured on another overlay: {results.overlay_text(document)}"
+    why = f"measured on another overlay: {tables.overlay_text(document)}"
     return [nodes.Text(shown), nodes.abbreviation("\u2020", "\u2020", explanation=why)], []
+
+
+class SubstitutionCodeBlock(CodeBlock):
+    """A ``code-block`` with the docs' substitutions (module docstring) replaced."""
+
+    def run(self) -> List[nodes.Node]:
+        values = self.config.fork_substitutions
+        self.content = type(self.content)(
+            [re.sub(r"\|(\w+)\|", lambda m: values.get(m[1], m[0]), line) for line in self.content],
+            items=self.content.items,
+        )
+        return super().run()
 
 
 class LongLiterals(SphinxPostTransform):
@@ -174,6 +195,8 @@ class LongLiterals(SphinxPostTransform):
 
 
 def setup(app: Sphinx) -> Dict[str, Any]:
+    app.add_config_value("fork_substitutions", {}, "env")
+    app.add_directive("substitution-code-block", SubstitutionCodeBlock)
     app.add_post_transform(LongLiterals)
     app.add_directive("readme-table", ReadmeTable)
     app.add_directive("supported-matrix", SupportedMatrix)

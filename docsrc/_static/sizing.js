@@ -1,5 +1,5 @@
 /* The memory page's sizing calculator: what its form (docsrc/_templates/sizing.html) does, on
-   the data as docsrc/_ext/memory_sizing.py loads it, which the page embeds. evaluate() and
+   the data as evidence/sizing.py loads it, which the page embeds. evaluate() and
    recommend() do what their namesakes there do; tests/docs/test_memory_sizing.py checks it. */
 "use strict";
 

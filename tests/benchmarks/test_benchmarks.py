@@ -1,31 +1,30 @@
 """The benchmarks' package: one entry point, the plan as data, one result shape.
 
 The figures themselves come from the machines that ran them; these tests check what holds on
-any machine: the dispatcher runs each benchmark's ``run()``, measuring never imports the
-presenter, the offload plan names a known strategy and mix, and every benchmark's result
-file is of the shape the docs' loader checks.
+any machine: the dispatcher finds and runs each benchmark folder's ``run()``, the offload plan
+names a known strategy and mix, and every benchmark's result file is of the shape the
+evidence package reads.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Dict
 
 import pytest
-import results
 
 from benchmarks import __main__ as dispatcher
-from benchmarks import build_speed, harness
+from benchmarks.build_speed import run as build_speed
 from benchmarks.host_heap import run as host_heap
-from benchmarks.host_heap import steady_loop
+from benchmarks.host_heap_steady_loop import run as steady_loop
 from benchmarks.offload import run
+from evidence import REPOSITORY, result
 
-REPOSITORY = Path(__file__).resolve().parents[2]
 # A provenance for the tests of a result's shape (making a real one imports torch: seconds).
-RECORD = dict.fromkeys(results.schema()["properties"]["provenance"]["required"], "recorded")
+RECORD = dict.fromkeys(result.schema()["properties"]["provenance"]["required"], "recorded")
+BENCHMARKS = dispatcher.benchmarks()
 
 
 def _benchmarks(*args: str) -> "subprocess.CompletedProcess[str]":
@@ -33,20 +32,23 @@ def _benchmarks(*args: str) -> "subprocess.CompletedProcess[str]":
     return subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=REPOSITORY)
 
 
-def test_list_names_every_benchmark() -> None:
+def test_every_folder_with_a_run_module_is_a_benchmark() -> None:
+    """Found by folder: each ``benchmarks/<name>/run.py`` (``-`` for ``_``), no other."""
+    folders = sorted(p.parent.name for p in (REPOSITORY / "benchmarks").glob("*/run.py"))
+    assert list(BENCHMARKS) == [name.replace("_", "-") for name in folders]
+    assert "host-heap-steady-loop" in BENCHMARKS and "build-speed" in BENCHMARKS
     listed = _benchmarks("list")
     assert listed.returncode == 0, listed.stderr
-    names = [line.split()[0] for line in listed.stdout.splitlines()]
-    assert names == list(dispatcher.BENCHMARKS)
+    assert [line.split()[0] for line in listed.stdout.splitlines()] == list(BENCHMARKS)
 
 
 def test_an_unknown_benchmark_is_refused_with_the_names() -> None:
     refused = _benchmarks("run", "no-such-benchmark")
     assert refused.returncode == 2
-    assert ", ".join(dispatcher.BENCHMARKS) in refused.stderr
+    assert ", ".join(BENCHMARKS) in refused.stderr
 
 
-@pytest.mark.parametrize("name", list(dispatcher.BENCHMARKS))
+@pytest.mark.parametrize("name", list(BENCHMARKS))
 def test_run_hands_its_options_to_the_benchmark(name: str) -> None:
     helped = _benchmarks("run", name, "--help")
     assert helped.returncode == 0, helped.stderr
@@ -65,20 +67,9 @@ def test_a_benchmark_that_cannot_run_is_one_error_line(
         encoding="utf-8",
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setitem(dispatcher.BENCHMARKS, "refusing", ("refusing", "a test's benchmark"))
+    monkeypatch.setattr(dispatcher, "benchmarks", lambda: {"refusing": "refusing"})
     assert dispatcher.main(["run", "refusing", "--size", "3"]) == 1
     assert capsys.readouterr().err == "error: cannot run with ['--size', '3']\n"
-
-
-def test_measuring_never_imports_the_presenter() -> None:
-    """The benchmarks write data; the docs' presenter reads it: no import runs the other way."""
-    modules = [module for module, _ in dispatcher.BENCHMARKS.values()]
-    code = f"import importlib, sys; [importlib.import_module(m) for m in {modules!r}]; "
-    code += "print(sorted({'results', 'memory_sizing'} & set(sys.modules)))"
-    env = {**os.environ, "PYTHONPATH": str(REPOSITORY / "tools")}  # as the dispatcher runs
-    command = [sys.executable, "-c", code]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=REPOSITORY, env=env)
-    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
 
 
 def test_the_plan_names_known_strategies_and_mixes() -> None:
@@ -89,21 +80,9 @@ def test_the_plan_names_known_strategies_and_mixes() -> None:
 
 
 def _loaded(tmp_path: Path, document: Dict[str, Any]) -> Dict[str, Any]:
-    """``document`` saved by the harness and read back by the docs' loader."""
-    harness.save_result(tmp_path / "results" / "x.json", document)
-    assert [path.name for path in (tmp_path / "results").iterdir()] == ["x.json"]
-    return results.load(tmp_path / "results" / "x.json")
-
-
-def test_a_result_carries_its_provenance_and_only_the_measures_it_uses(tmp_path: Path) -> None:
-    record = harness.provenance(["-m", "benchmarks", "run", "offload"])
-    cases = [harness.case("a", "A", {"seconds": 1.5}, parameters={"size": 1})]
-    measures = {"seconds": {"label": "s", "unit": "s", "description": "time"}}
-    measures["unused"] = {"label": "u", "unit": "", "description": "never measured"}
-    document = _loaded(tmp_path, harness.result("demo", "a run", record, measures, cases))
-    assert document["provenance"]["command"] == "python -m benchmarks run offload"
-    assert document["provenance"]["overlay_sha256"] == harness.overlay_sha256()
-    assert list(document["measures"]) == ["seconds"]
+    """``document`` written and read back by the evidence package."""
+    result.save(tmp_path / "x.json", document)
+    return result.load(tmp_path / "x.json")
 
 
 def _offload_case(strategy: str, repeat: int) -> Dict[str, Any]:
@@ -129,13 +108,13 @@ def test_an_offload_run_describes_itself(tmp_path: Path) -> None:
 
 def test_a_host_heap_run_is_a_case_per_setting_and_size(tmp_path: Path) -> None:
     runs = [
-        dict.fromkeys(host_heap.MEASURES, float(repeat))
+        dict.fromkeys((m.key for m in host_heap.MEASURES), float(repeat))
         | {"case": name, "burst_gib": 1.0, "burst_bytes": 100, "repeat": repeat}
         for name in ("upstream", "fork")
         for repeat in range(3)
     ]
     document = _loaded(tmp_path, host_heap.host_heap_result(RECORD, runs, {}))
-    fork = results.case(document, "fork-1gib")
+    fork = result.find_case(document, "fork-1gib")
     assert fork["figures"]["kept_after_trim"] == 1.0 and fork["headline"]
     assert fork["figures"]["kept_fraction"] == 0.01 and len(fork["series"]["runs"]) == 3
 
@@ -143,11 +122,11 @@ def test_a_host_heap_run_is_a_case_per_setting_and_size(tmp_path: Path) -> None:
 def test_build_speed_steps_keep_their_runs(tmp_path: Path) -> None:
     plain = build_speed.step("plain_read", {"seconds": 0.15}, series={"runs_s": [0.1, 0.2]})
     pip = build_speed.step("pip_wheel", {"seconds": 3.0, "exit_status": 0}, command="pip wheel")
-    made = harness.result("build-speed", "t", RECORD, build_speed.MEASURES, [plain, pip])
+    made = result.result("build-speed", "t", RECORD, build_speed.MEASURES, [plain, pip])
     document = _loaded(tmp_path, made)
-    plain = results.case(document, "plain-read")
+    plain = result.find_case(document, "plain-read")
     assert plain["figures"]["seconds"] == 0.15 and plain["series"] == {"runs_s": [0.1, 0.2]}
-    assert results.case(document, "pip-wheel")["parameters"] == {"command": "pip wheel"}
+    assert result.find_case(document, "pip-wheel")["parameters"] == {"command": "pip wheel"}
 
 
 def test_steady_loop_compares_both_settings_per_block(tmp_path: Path) -> None:
@@ -157,14 +136,5 @@ def test_steady_loop_compares_both_settings_per_block(tmp_path: Path) -> None:
         for repeat in range(3)
     ]
     made = steady_loop.steady_loop_result(RECORD, runs, {})
-    figures = results.case(_loaded(tmp_path, made), "4mib")["figures"]
+    figures = result.find_case(_loaded(tmp_path, made), "4mib")["figures"]
     assert figures == {"dynamic_s": 0.002, "fixed_s": 0.008, "ratio": 4.0}
-
-
-def test_revision_file_names_a_copied_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A tree without git takes its revision from the file written before it was copied."""
-    monkeypatch.setattr(harness, "REPOSITORY", tmp_path)
-    monkeypatch.setattr(harness, "REVISION_FILE", tmp_path / ".source-revision.json")
-    assert harness.source_revision() == {"revision": "unknown", "dirty": None}
-    (tmp_path / ".source-revision.json").write_text('{"revision": "abc", "dirty": false}')
-    assert harness.source_revision() == {"revision": "abc", "dirty": False}

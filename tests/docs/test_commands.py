@@ -14,9 +14,12 @@ Commands are read from where a reader finds them, each place found afresh:
   of ``setup.py``, and the ``python`` commands they name;
 * the pages workflow's ``run:`` steps.
 
-Each command either runs here and must exit 0, or is listed in :data:`NOT_RUN` with the reason
-(a GPU, TensorRT, a download, a file of the user's, a placeholder): a new command must be
-reviewed into one or the other, and an entry whose command is gone fails too. A command runs
+Each command either runs here and must exit 0, or says beside it why it is not run (a GPU,
+TensorRT, a download, a file of the user's): a page's block follows a comment ``.. not run:
+WHY`` (a README's, ``<!-- not run: WHY -->``), a docstring's command line ends in ``# not run:
+WHY``. Placeholders and the test suite itself are known by their words; the few commands named
+only in code's prose are in :data:`NOT_RUN_IN_CODE`, an entry of which whose command is gone
+fails. A new command runs unless its page says why not. A command runs
 in a fresh copy of this checkout (its files as they are, git-ignored ones left out, ``.cache``
 linked, one commit of them), with ``python``, ``python3`` and ``pip`` the Python that runs the
 tests and, but for :data:`TAKES_A_BASE`, no package index (``PIP_NO_INDEX``): what it writes
@@ -37,7 +40,7 @@ import sys
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Dict, Iterator, List, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -58,167 +61,21 @@ COMMAND = re.compile(r"(?:[A-Z][A-Z0-9_]*=\S*\s+)*(?:python3?|pip|uv|rm|make|cat
 # A python command named in prose: up to a bracket, a quote, a semicolon or a clause's end.
 PROSE_COMMAND = re.compile(r"(?<![\w/.-])python3? [^()'\";\n]*?(?=[)'\";]|, |: |\.?\s*$)", re.M)
 
-NETWORK = "downloads from PyPI or another index"
-INSTALLS = "installs torch and TensorRT (GBs): " + NETWORK
-NEEDS_TORCHTRT = "needs torch_tensorrt installed, which needs TensorRT"
-MATRIX = "builds all 141 wheels of the supported matrix from as many official ones (454 MB)"
-PLACEHOLDER = "a placeholder, not a command to run as it stands"
-SUITE = "the test suite itself"
-DOCS_BUILD = "builds the docs (5 s here); tests/docs builds them once a run, with -W -n"
+NOT_RUN = re.compile(r"^\s*(?:\.\. |<!-- )not run: (.*?)(?: -->)?$")
 WORKFLOW = "a step of the pages workflow: tests/site runs every one in a fresh clone, as CI"
-RTX_WHEELS = "needs the wheels the two downloads above fetch"
-RTX_BASE = "torch_tensorrt_rtx-2.11.0-cp312-cp312-manylinux_2_28_x86_64.whl"
-ISOLATED = "pip's isolated build installs packaging and pip from an index: " + NETWORK
-PATCHED_312 = "torch_tensorrt-2.14.0+memfix1.4-cp312-cp312-manylinux_2_28_x86_64.whl"
+# What a command is, by its words: a placeholder (<...>, [options], an upper-case NAME, ...),
+# or the test suite itself.
+PLACEHOLDER = re.compile(r"<[^>]*>|\[[^\]]*\]|(?<![\w=$/-])[A-Z][A-Z_]{2,}(?![\w=])|\.\.\.")
+SUITE = re.compile(r"(?:^|&& |\s)python3? -m pytest(?: -q)?$")
 
-# command (as written, continuation lines joined) -> why this test does not run it
-NOT_RUN: Dict[str, str] = {
-    # README.md and the docs' first page and install page
-    "rm -rf dist/default && pip wheel . --no-deps -w dist/default": ISOLATED,
-    "python3 -m pip install -r tests/requirements.txt && python3 -m pytest": SUITE,
-    "pip install dist/default/torch_tensorrt-*.whl": INSTALLS,
-    "pip install .": INSTALLS,
-    'pip install "git+<url of this repository>@<commit>"': PLACEHOLDER,
-    'pip install --extra-index-url file://$PWD/DIR/simple "torch_tensorrt==2.14.0+memfix1.4"': (
-        "needs a site built into DIR; " + INSTALLS
-    ),
-    'uv pip install --extra-index-url file://$PWD/DIR/simple "torch_tensorrt==2.14.0+memfix1.4"': (
-        "needs a site built into DIR; " + INSTALLS
-    ),
-    "rm -rf dist/installed && TORCHTRT_BASE_VERSION=installed pip wheel . --no-deps -w "
-    "dist/installed": NEEDS_TORCHTRT,
-    "pip install --no-deps dist/installed/torch_tensorrt-*.whl": "follows the line above",
-    'pip install --force-reinstall --no-deps "torch_tensorrt===2.14.0" --index-url '
-    "https://pypi.org/simple": NETWORK,
-    'uv pip install --reinstall --no-deps "torch_tensorrt===2.14.0" --index-url '
-    "https://pypi.org/simple --index-strategy unsafe-best-match": NETWORK,
-    "python3 -m pip install --extra-index-url https://download.pytorch.org/whl/cpu -r "
-    "tests/requirements.txt && python3 -m pytest": SUITE + ", " + NETWORK,
-    "python tools/patched_wheel site --out site": MATRIX + ", and the docs",
-    "python tools/patched_wheel matrix --out wheelhouse": MATRIX,
-    "pip install --extra-index-url https://wheels.example.org/simple "
-    '"torch_tensorrt==2.14.0+memfix1.4"': "an example host; " + INSTALLS,
-    "uv pip install --extra-index-url https://wheels.example.org/simple "
-    '"torch_tensorrt==2.14.0+memfix1.4"': "an example host; " + INSTALLS,
-    "rm -rf dist/local && python tools/patched_wheel build --release installed --out dist/local": (
-        NEEDS_TORCHTRT
-    ),
-    "pip install --no-deps dist/local/torch_tensorrt-2.10.0a0+abc1234.memfix1.*.whl": (
-        "needs a source build of torch_tensorrt 2.10.0a0+abc1234 installed (an example)"
-    ),
-    "pip install --force-reinstall --no-deps "
-    "dist/local/torch_tensorrt-2.10.0a0+abc1234-cp311-cp311-linux_x86_64.whl": (
-        "needs a source build of torch_tensorrt 2.10.0a0+abc1234 installed (an example)"
-    ),
-    "TORCHTRT_BASE_VERSION=2.12.1 TORCHTRT_BASE_PLATFORM=manylinux_2_28_aarch64 "
-    "TORCHTRT_BASE_PYTHON=3.12 pip wheel . --no-deps -w dist": (
-        "fetches the aarch64 base; " + ISOLATED
-    ),
-    "pip download torch-tensorrt==2.14.0 --no-deps --only-binary=:all: --platform "
-    "manylinux_2_28_x86_64 --python-version 3.12 -d wheels": NETWORK,
-    "export TORCHTRT_BASE_WHEEL=$PWD/wheels/torch_tensorrt-2.14.0-cp312-cp312-"
-    "manylinux_2_28_x86_64.whl": "only sets the variable that the next line's build reads",
-    "pip wheel . --no-deps --no-build-isolation -w dist": (
-        "needs the official wheel that the pip download above fetches into wheels/"
-    ),
-    "pip show torch_tensorrt": NEEDS_TORCHTRT,
-    'pip install --force-reinstall --no-deps --index-url https://pypi.org/simple "torch_tensorrt'
-    '===2.14.0"': NETWORK,
-    "uv pip install --reinstall --no-deps --index-url https://pypi.org/simple --index-strategy "
-    'unsafe-best-match "torch_tensorrt===2.14.0"': NETWORK,
-    # troubleshooting
-    "TORCHTRT_ENABLE_BUILDER_MALLOC_TRIM=0 python compile_my_model.py": "the user's own script",
-    "cat /sys/fs/cgroup/memory.max": "reads the container's cgroup v2, which a machine may lack",
-    "cat /sys/fs/cgroup/memory.events": "reads the container's cgroup v2",
-    "cat /sys/fs/cgroup/memory.peak": "reads the container's cgroup v2 (Linux 5.19 or newer)",
-    # the build tool's reference
-    "python tools/patched_wheel build --base-wheel "
-    "~/wheels/torch_tensorrt-2.13.0-cp311-cp311-win_amd64.whl": "a wheel of the user's",
-    "python tools/patched_wheel build --release 2.14.0 --platform manylinux_2_28_aarch64 "
-    "--python 3.12 --out wheelhouse": "fetches the aarch64 base: " + NETWORK,
-    "python tools/patched_wheel build --release installed": NEEDS_TORCHTRT,
-    "python tools/patched_wheel matrix --out dist/matrix": MATRIX,
-    "python tools/patched_wheel index dist/matrix": "needs the matrix the line above builds",
-    'pip install --extra-index-url file://$PWD/dist/matrix/simple "torch_tensorrt==2.14.0+memfix'
-    '1.4"': "needs the matrix built above; " + INSTALLS,
-    "python tools/patched_wheel lock": "downloads every official wheel afresh (454 MB)",
-    "python tools/patched_wheel lock --release 2.14.0": "downloads 25 official wheels afresh",
-    "python tools/patched_wheel matrix --update-docs": MATRIX,
-    "python tools/patched_wheel matrix --release 2.13.0 --release 2.14.0 --platform "
-    "manylinux_2_28_aarch64 --out wheelhouse": "fetches 9 aarch64 bases: " + NETWORK,
-    f"python tools/patched_wheel provenance dist/{PATCHED_312}": (
-        "needs that wheel (for Python 3.12) in dist/"
-    ),
-    "python tools/patched_wheel site --out _site": MATRIX + ", and the docs",
-    "python -m sphinx -b html docsrc docs-html": DOCS_BUILD,
-    "python tools/patched_wheel site --out _site --docs docs-html --release 2.14.0": (
-        "needs the docs built above, and fetches 25 bases of 2.14.0: " + NETWORK
-    ),
-    "python tools/patched_wheel verify "
-    "torch_tensorrt-2.14.0+memfix1.2-cp312-cp312-manylinux_2_28_x86_64.whl": (
-        "needs that wheel, taken from an index, and fetches its base: " + NETWORK
-    ),
-    "python tools/patched_wheel verify "
-    "dist/torch_tensorrt-2.14.0+memfix1.2-cp312-cp312-manylinux_2_28_x86_64.whl --base-wheel "
-    "torch_tensorrt-2.14.0-cp312-cp312-manylinux_2_28_x86_64.whl": (
-        "needs that wheel and its official base, files of the user's"
-    ),
-    # benchmarks.rst: the compile benchmark, fetched here and run on a GPU machine
-    "pip download --no-deps --only-binary=:all: --python-version 3.12 --platform "
-    "manylinux_2_28_x86_64 -d gpu/wheels torch-tensorrt-rtx==2.11.0 "
-    "tensorrt-rtx-cu13-bindings==1.4.0.76 tensorrt-rtx-cu13-libs==1.4.0.76 dllist": NETWORK,
-    "pip download --no-deps --no-binary=:all: -d gpu/wheels tensorrt-rtx-cu13==1.4.0.76": NETWORK,
-    "pip wheel --no-deps -w gpu/wheels gpu/wheels/tensorrt_rtx_cu13-1.4.0.76.tar.gz": RTX_WHEELS,
-    "pip install --no-index --no-deps --target gpu/trt gpu/wheels/tensorrt_rtx_cu13*.whl "
-    "gpu/wheels/dllist-*.whl": RTX_WHEELS,
-    f"pip install --no-index --no-deps --target gpu/official gpu/wheels/{RTX_BASE}": RTX_WHEELS,
-    "python tools/patched_wheel build --distribution torch-tensorrt-rtx --base-wheel "
-    f"gpu/wheels/{RTX_BASE} --out gpu/forkwheel": RTX_WHEELS,
-    "pip install --no-index --no-deps --target gpu/fork gpu/forkwheel/torch_tensorrt_rtx-*.whl": (
-        RTX_WHEELS
-    ),
-    "LD_LIBRARY_PATH=$PWD/gpu/trt/tensorrt_rtx_libs python -m benchmarks run compile --plan "
-    "record --trt gpu/trt --wheels official=gpu/official fork=gpu/fork --out "
-    "benchmarks/results/compile_record.json": "needs a GPU and TensorRT-RTX (the lines above)",
-    # the benchmarks' READMEs and docstrings
-    "apt-get update && apt-get install -y libjemalloc2": "installs a system package: root, "
-    + NETWORK,
-    "pip install torch": INSTALLS,
-    "python -m benchmarks run host-heap": "a benchmark run: 12 GiB bursts (it wants 14 GiB "
-    "free), minutes",
-    "python -m benchmarks run offload --plan headline": "needs a GPU",
-    "python -m benchmarks run host-heap-steady-loop": "a benchmark run (9 s here, too long for "
-    "the suite) that rewrites its result file",
-    "python -m benchmarks run build-speed [--repeat 7] [--skip-matrix] [--with-tests]": (
-        "a usage line ([...] are optional)"
-    ),
-    "python -m benchmarks run compile": "names the benchmark; it needs --wheels, a GPU and "
-    "TensorRT-RTX (the docs' benchmarks page)",
-    "python -m benchmarks run NAME [its options]": PLACEHOLDER,
-    "python -m benchmarks run NAME --help": PLACEHOLDER + " (each NAME's --help runs here)",
-    "python -m benchmarks run NAME": PLACEHOLDER,
-    "python -m benchmarks run NAME ...": PLACEHOLDER,
-    "python -m benchmarks.compile.case SPEC": PLACEHOLDER,
-    "python -m benchmarks.compile.sampler PID INTERVAL OUT": PLACEHOLDER,
-    "python tools/patched_wheel matrix": MATRIX,
-    "python -m pytest": SUITE,
-    "python3 tests/fetch_wheels.py": "fetches the tests' official wheels and build requirements: "
-    + NETWORK,
-    "PIP_NO_INDEX=1 UV_OFFLINE=1 python3 -m pytest": SUITE,
-    "python tests/fetch_wheels.py": "fetches the tests' official wheels and build requirements: "
-    + NETWORK,
-    "PIP_NO_INDEX=1 UV_OFFLINE=1 python -m pytest": SUITE,
-    # the build tool's docstrings, the docs' conf.py and setup.py
-    "python tools/patched_wheel <command>": PLACEHOLDER + " (each command's --help runs here)",
-    "python -m build": ISOLATED,
-    "python -m build --sdist": ISOLATED,
-    "python -m sphinx -b html docsrc DIR": PLACEHOLDER + "; " + DOCS_BUILD,
-    "python -m sphinx -W -b html docsrc OUT": PLACEHOLDER + "; " + DOCS_BUILD,
-    # the pages workflow
-    "python -m pip install -r docsrc/requirements.txt": WORKFLOW,
-    "python -m sphinx -b html -W --keep-going -n -q -d docs-doctrees docsrc docs-html": WORKFLOW,
-    "python -m pip install 'packaging>=24'": WORKFLOW,
-    "python tools/patched_wheel site --out _site --docs docs-html": WORKFLOW,
+# Commands named only in code (a docstring's prose, a help text), where no comment can stand
+# beside them; a page or a README says why beside the block instead (``.. not run: WHY`` or
+# ``<!-- not run: WHY -->`` just before it; in a docstring's indented block, ``# not run: WHY``).
+NOT_RUN_IN_CODE: Dict[str, str] = {
+    "python -m build": "pip's isolated build downloads packaging and pip from PyPI",
+    "python -m build --sdist": "pip's isolated build downloads packaging and pip from PyPI",
+    "python tools/patched_wheel matrix": "builds all 141 wheels of the supported matrix",
+    "python -m benchmarks run compile": "needs --wheels, a GPU and TensorRT-RTX",
 }
 
 # Commands that take the default release's official wheel for this Python, from the cache
@@ -240,19 +97,47 @@ def _joined(lines: List[str]) -> List[str]:
     return [re.sub(r"\s+#\s.*$", "", command) for command in commands if command]
 
 
-def _markdown_commands(text: str) -> List[str]:
-    blocks = re.findall(r"(?:\A|\n\n)((?:(?: {4,}\S.*)(?:\n|\Z))+)", text)
-    return [command for block in blocks for command in _joined(block.splitlines())]
-
-
-def _rst_blocks(text: str) -> Iterator[Tuple[str, List[str]]]:
-    """(kind, lines) of each literal block: ``console``, another code-block language,
-    ``parsed-literal`` or ``literal`` (a paragraph's ``::``)."""
-    lines = text.splitlines()
+def _reason(lines: List[str]) -> Optional[str]:
+    """The reason of the last ``not run:`` comment in ``lines`` (a comment may go on, indented,
+    over the lines after it), or ``None``."""
+    found = None
     for number, line in enumerate(lines):
-        directive = re.match(r"\s*\.\. (?:code-block|code|sourcecode)::\s*(\S+)", line)
+        match = NOT_RUN.match(line)
+        if match is not None:
+            indent = len(line) - len(line.lstrip())
+            more = []
+            for following in lines[number + 1 :]:
+                if not following.strip() or len(following) - len(following.lstrip()) <= indent:
+                    break
+                more.append(following.strip())
+            found = " ".join([match.group(1), *more])
+    return found
+
+
+def _markdown_commands(text: str) -> List[Tuple[str, Optional[str]]]:
+    """Each command of an indented block, with the reason of a comment just before it."""
+    found = []
+    start = 0
+    for block in re.finditer(r"(?:\A|\n\n)((?:(?: {4,}\S.*)(?:\n|\Z))+)", text):
+        why = _reason(text[start : block.start()].splitlines())
+        found += [(command, why) for command in _joined(block.group(1).splitlines())]
+        start = block.end()
+    return found
+
+
+def _rst_blocks(text: str) -> Iterator[Tuple[str, List[str], Optional[str]]]:
+    """(kind, lines, why not run) of each literal block: ``console``, another code-block
+    language (``substituted console`` where the docs' substitutions are replaced in it),
+    ``parsed-literal`` or ``literal`` (a paragraph's ``::``); why: the reason of a
+    ``.. not run:`` comment between the block before and this one."""
+    lines = text.splitlines()
+    after_last = 0
+    for number, line in enumerate(lines):
+        directive = re.match(
+            r"\s*\.\. (substitution-)?(?:code-block|code|sourcecode)::\s*(\S+)", line
+        )
         if directive is not None:
-            kind = directive.group(1)
+            kind = ("substituted " if directive.group(1) else "") + directive.group(2)
         elif re.match(r"\s*\.\. parsed-literal::\s*$", line):
             kind = "parsed-literal"
         elif line.rstrip().endswith("::") and not line.lstrip().startswith(".."):
@@ -265,7 +150,8 @@ def _rst_blocks(text: str) -> Iterator[Tuple[str, List[str]]]:
             if following.strip() and len(following) - len(following.lstrip()) <= indent:
                 break
             body.append(following)
-        yield kind, textwrap.dedent("\n".join(body)).splitlines()
+        yield kind, textwrap.dedent("\n".join(body)).splitlines(), _reason(lines[after_last:number])
+        after_last = number + 1 + len(body)
 
 
 def _shown_commands(lines: List[str]) -> List[str]:
@@ -302,26 +188,32 @@ def substitutions() -> Dict[str, str]:
     return {name: re.sub(r"``(.+?)``", r"\1", value) for name, value in found}
 
 
-def _page_commands(text: str, replace: Dict[str, str]) -> List[str]:
+def _page_commands(text: str, replace: Dict[str, str]) -> List[Tuple[str, Optional[str]]]:
     commands = []
-    for kind, lines in _rst_blocks(text):
-        if kind == "parsed-literal":
+    for kind, lines, why in _rst_blocks(text):
+        if kind == "parsed-literal" or kind.startswith("substituted "):
             lines = [re.sub(r"\|([^|\s]+)\|", lambda m: replace[m.group(1)], x) for x in lines]
+            kind = kind.replace("substituted ", "")
         if kind in ("console", "parsed-literal", "literal"):
-            commands += _shown_commands(lines)
+            commands += [(command, why) for command in _shown_commands(lines)]
         elif kind in ("bash", "sh", "shell"):
-            commands += [c for c in _joined(lines) if not c.startswith("#")]
+            commands += [(c, why) for c in _joined(lines) if not c.startswith("#")]
     return commands
 
 
-def _docstring_commands(docstring: str) -> List[str]:
-    """The command lines of a docstring's indented blocks, and its ``python ...`` literals."""
+def _docstring_commands(docstring: str) -> List[Tuple[str, Optional[str]]]:
+    """The command lines of a docstring's indented blocks (with the reason of a trailing
+    ``# not run: WHY``), and its ``python ...`` literals."""
     indented = [line for line in docstring.splitlines() if line.startswith("    ")]
-    commands = [command for command in _joined(indented) if COMMAND.match(command)]
+    reasons = [re.search(r"\s#\s+not run: (.*)$", line) for line in indented]
+    commands = []
+    for command, why in zip(_joined(indented), [r and r.group(1) for r in reasons]):
+        if COMMAND.match(command):
+            commands.append((command, why))
     for literal in re.findall(r"``(.+?)``", docstring, re.S):
         literal = " ".join(literal.split())
         if re.match(r"(?:[A-Z][A-Z0-9_]*=\S*\s+)*python3? ", literal):
-            commands.append(literal)
+            commands.append((literal, None))
     return commands
 
 
@@ -334,7 +226,7 @@ def _docstrings(path: Path) -> Iterator[str]:
                 yield docstring
 
 
-def _workflow_steps() -> List[Tuple[str, str]]:
+def _workflow_steps() -> List[Tuple[str, str, Optional[str]]]:
     import yaml  # the test requirements' YAML reader, here only
 
     steps = []
@@ -344,7 +236,7 @@ def _workflow_steps() -> List[Tuple[str, str]]:
             for step in job.get("steps", []):
                 if "run" in step:
                     where = str(path.relative_to(REPOSITORY))
-                    steps += [(where, command) for command in _joined(step["run"].splitlines())]
+                    steps += [(where, c, WORKFLOW) for c in _joined(step["run"].splitlines())]
     return steps
 
 
@@ -352,23 +244,35 @@ def _pages() -> List[Path]:
     return sorted(p for p in DOCSRC.rglob("*.rst") if "_build" not in p.relative_to(DOCSRC).parts)
 
 
-def documented() -> List[Tuple[str, str]]:
-    """(where, command) of every command the files document; help texts apart."""
-    found: List[Tuple[str, str]] = []
+def documented() -> List[Tuple[str, str, Optional[str]]]:
+    """(where, command, why not run) of every command the files document; help texts apart."""
+    found: List[Tuple[str, str, Optional[str]]] = []
     for path in MARKDOWN:
         text = path.read_text(encoding="utf-8")
         where = str(path.relative_to(REPOSITORY))
-        found += [(where, command) for command in _markdown_commands(text)]
+        found += [(where, c, why) for c, why in _markdown_commands(text)]
     replace = substitutions()
     for path in _pages():
         text = path.read_text(encoding="utf-8")
         where = str(path.relative_to(REPOSITORY))
-        found += [(where, command) for command in _page_commands(text, replace)]
+        found += [(where, c, why) for c, why in _page_commands(text, replace)]
     for path in sorted(set(DOCSTRING_FILES)):
         where = f"{path.relative_to(REPOSITORY)} (docstring)"
         for docstring in _docstrings(path):
-            found += [(where, command) for command in _docstring_commands(docstring)]
+            found += [(where, c, why) for c, why in _docstring_commands(docstring)]
     return found + _workflow_steps()
+
+
+def why_not_run(command: str) -> Optional[str]:
+    """Why the test does not run ``command``: a reason beside it where it is shown, a rule
+    (a placeholder, the test suite), or :data:`NOT_RUN_IN_CODE`; ``None``: it runs."""
+    if command in REASONS:
+        return REASONS[command]
+    if PLACEHOLDER.search(command):
+        return "a placeholder, not a command to run as it stands"
+    if SUITE.search(command):
+        return "the test suite itself"
+    return NOT_RUN_IN_CODE.get(command)
 
 
 def help_commands() -> List[str]:
@@ -376,21 +280,24 @@ def help_commands() -> List[str]:
     placeholders ``<command>`` and ``NAME`` made real) and of ``setup.py``."""
     from patched_wheel.__main__ import argument_parser
 
-    from benchmarks.__main__ import BENCHMARKS
+    from benchmarks.__main__ import benchmarks
 
     actions = argument_parser()._actions
     (subparsers,) = [a for a in actions if isinstance(a, argparse._SubParsersAction)]
     tool = ["python tools/patched_wheel --help"]
     tool += [f"python tools/patched_wheel {name} --help" for name in subparsers.choices]
-    tool += [f"python -m benchmarks run {name} --help" for name in BENCHMARKS]
+    tool += [f"python -m benchmarks run {name} --help" for name in benchmarks()]
     return tool + ["python -m benchmarks --help", "python setup.py --help"]
 
 
 DOCUMENTED = documented()
 FIRST_SHOWN: Dict[str, str] = {}  # command -> where it is first documented
-for _where, _command in DOCUMENTED:
+REASONS: Dict[str, str] = {}  # command -> why it is not run, from any place that shows it
+for _where, _command, _why in DOCUMENTED:
     FIRST_SHOWN.setdefault(_command, _where)
-RUN = [(where, command) for command, where in FIRST_SHOWN.items() if command not in NOT_RUN]
+    if _why:
+        REASONS.setdefault(_command, _why)
+RUN = [(where, command) for command, where in FIRST_SHOWN.items() if not why_not_run(command)]
 HELP = help_commands()
 
 
@@ -476,7 +383,7 @@ def commands_in(help_text: str) -> List[str]:
 def test_every_page_with_a_prompt_is_read() -> None:
     """A page that shows a ``$`` prompt gives commands: none is in a block of a kind this test
     does not read (or on a page it does not find)."""
-    read = {where for where, _ in DOCUMENTED}
+    read = {where for where, _, _ in DOCUMENTED}
     prompting = {
         str(page.relative_to(REPOSITORY))
         for page in _pages()
@@ -513,19 +420,54 @@ def test_every_page_with_a_prompt_is_read() -> None:
 )
 def test_a_page_is_read_as_its_reader_sees_it(text: str, expected: List[str]) -> None:
     replace = {"build_requirements": '"packaging>=24" "pip"'}
-    assert _page_commands(text, replace) == expected
+    assert _page_commands(text, replace) == [(command, None) for command in expected]
+
+
+def test_a_reason_beside_a_block_is_its_commands_and_no_others() -> None:
+    """``.. not run:`` (it may go on, indented) covers the next block's commands only."""
+    text = "Run::\n\n   cat a\n\n.. not run: needs\n   a GPU\n\n.. code-block:: console\n\n"
+    text += "   $ gpu-a\n   $ gpu-b\n\nThen::\n\n   cat b\n"
+    assert _page_commands(text, {}) == [
+        ("cat a", None),
+        ("gpu-a", "needs a GPU"),
+        ("gpu-b", "needs a GPU"),
+        ("cat b", None),
+    ]
+    readme = "<!-- not run: needs a GPU -->\n\n    gpu-a\n\nand\n\n    cat b\n"
+    assert _markdown_commands(readme) == [("gpu-a", "needs a GPU"), ("cat b", None)]
+
+
+@pytest.mark.parametrize(
+    "command, why",
+    [
+        (
+            "python -m benchmarks run NAME --help",
+            "a placeholder, not a command to run as it stands",
+        ),
+        ('pip install "git+<url>@<commit>"', "a placeholder, not a command to run as it stands"),
+        (
+            "python -m benchmarks run build-speed [--repeat 7]",
+            "a placeholder, not a command to run as it stands",
+        ),
+        ("PIP_NO_INDEX=1 UV_OFFLINE=1 python -m pytest", "the test suite itself"),
+        ("python -m benchmarks list", None),
+        ("TORCHTRT_BASE_VERSION=2.12.1 python tools/patched_wheel build", None),
+    ],
+)
+def test_placeholders_and_the_suite_are_known_by_their_words(command: str, why: str) -> None:
+    assert why_not_run(command) == why
 
 
 def test_the_build_requirements_substitution_is_expanded() -> None:
     install = "docsrc/getting_started/installation.rst"
-    shown = [c for where, c in DOCUMENTED if where == install and c.startswith("python -m pip")]
+    shown = [c for where, c, _ in DOCUMENTED if where == install and c.startswith("python -m pip")]
     assert shown == ['python -m pip install "packaging>=24" "pip"']
 
 
 def test_no_substitution_shows_unexpanded() -> None:
     """A ``|name|`` in a console or literal block is shown as it is typed, not replaced."""
     names = substitutions()
-    shown = [c for _, c in DOCUMENTED if any(f"|{name}|" in c for name in names)]
+    shown = [c for _, c, _ in DOCUMENTED if any(f"|{name}|" in c for name in names)]
     assert shown == []
 
 
@@ -540,16 +482,16 @@ def test_the_built_pages_show_the_commands_read(built_html: Path) -> None:
             lines = html.unescape(re.sub(r"<[^>]+>", "", block)).splitlines()
             shown.update(_shown_commands(lines))
         where = str(page.relative_to(REPOSITORY))
-        missing += [(where, c) for w, c in DOCUMENTED if w == where and c not in shown]
+        missing += [(where, c) for w, c, _ in DOCUMENTED if w == where and c not in shown]
     assert missing == []
 
 
 def test_every_entry_of_the_list_is_still_documented(
     help_texts: Dict[str, Dict[str, object]],
 ) -> None:
-    shown = {command for _, command in DOCUMENTED}
+    shown = {command for _, command, _ in DOCUMENTED}
     shown.update(c for text in help_texts.values() for c in commands_in(str(text["output"])))
-    assert sorted(set(NOT_RUN) - shown) == []
+    assert sorted(set(NOT_RUN_IN_CODE) - shown) == []
 
 
 @pytest.mark.parametrize("where, command", [_param(*item) for item in RUN])
@@ -570,7 +512,7 @@ def test_the_commands_the_help_texts_name_work(
     assert named, "no help text names a command: the reading is broken"
     failed = []
     for number, (command, help_command) in enumerate(sorted(named.items())):
-        if command not in NOT_RUN and command not in HELP:
+        if not why_not_run(command) and command not in HELP:
             folder = tmp_path / str(number)
             folder.mkdir()
             done = _run(command, folder)

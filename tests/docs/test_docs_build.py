@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
-import results
 from patched_wheel.__main__ import argument_parser
 from patched_wheel.matrix import supported_table
+
+from evidence import plots, tables
+from evidence.result import result_file
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 DOCSRC = REPOSITORY / "docsrc"
@@ -99,7 +101,7 @@ def test_plots_are_drawn_from_the_results(built_html: Path) -> None:
     """The benchmark page shows the figures the plot directive drew at build time."""
     page = (built_html / "benchmarks.html").read_text(encoding="utf-8")
     images = re.findall(r'<img[^>]+src="([^"]+\.png)"', page)
-    assert len(images) == len(results.PLOTS), f"benchmarks.html draws {images}"
+    assert len(images) == len(plots.PLOTS), f"benchmarks.html draws {images}"
     for image in images:
         assert (built_html / image).is_file(), f"benchmarks.html shows a missing image {image}"
 
@@ -161,7 +163,7 @@ def test_no_machine_local_paths(built_html: Path) -> None:
 def test_docs_show_the_readme_tables(built_html: Path, name: str, page: str) -> None:
     """The docs' copies of the README's tables hold the same figures as the README."""
     text = re.sub(r"<[^>]+>", "", (built_html / page).read_text(encoding="utf-8"))
-    for row in results.table(name).rows:
+    for row in tables.table(name).rows:
         for cell in row:
             assert html.escape(cell.replace("`", ""), quote=False) in text, (page, cell)
 
@@ -205,7 +207,7 @@ def test_figures_from_other_overlays_are_marked(built_html: Path) -> None:
         stale = [
             role
             for role in roles
-            if "not the current" in results.overlay_text(results.result_file(role.split()[0]))
+            if "not the current" in tables.overlay_text(result_file(role.split()[0]))
         ]
         page = built_html / source.relative_to(DOCSRC).with_suffix(".html")
         shown = page.read_text(encoding="utf-8").count('<abbr title="measured on another')
@@ -281,22 +283,6 @@ def test_reference_shows_every_command(built_html: Path, command: str) -> None:
     if not command:
         choices = _help_shown(page)["COMMAND"]
         assert set(_commands()) - {""} <= set(re.findall(r"[\w-]+", choices)), choices
-
-
-@pytest.mark.parametrize("command", [pytest.param(name, id=name or "tool") for name in _commands()])
-def test_reference_shows_every_option_as_help_does(built_html: Path, command: str) -> None:
-    """Each argument of a command is on its page with its help text as ``--help`` prints it:
-    ``%(default)s`` expanded, and repository paths relative, as the tool's help gives them."""
-    parser = _commands()[command]
-    shown = _help_shown(_reference_page(built_html, parser)[1])
-    printed = " ".join(parser.format_help().split())
-    for action in parser._actions:
-        if isinstance(action, argparse._HelpAction):
-            continue
-        name = ", ".join(action.option_strings) or action.metavar or action.dest
-        assert name in shown, f"{command}: the reference lists no {name}"
-        if action.help is not None:
-            assert shown[name] and shown[name] in printed, (command, name, shown[name])
 
 
 @pytest.mark.parametrize("command", [pytest.param(name, id=name or "tool") for name in _commands()])

@@ -3,7 +3,7 @@
 The data file is checked whole (every term names its sources; measured terms are read from
 their result files; upstream's code sources exist in the 2.14.0 wheel; its ranges hold
 upstream's own measurements); the README's block is generated from it; the calculator's
-arithmetic (``docsrc/_static/sizing.js``, run under node) gives what ``memory_sizing.evaluate``
+arithmetic (``docsrc/_static/sizing.js``, run under node) gives what ``evidence.sizing.evaluate``
 gives; and the built page, driven in headless Chromium at 1400 and 420 px, shows those peaks
 and the worked table's settings without scrolling sideways.
 """
@@ -21,8 +21,9 @@ import zipfile
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional
 
-import memory_sizing as sizing
 import pytest
+
+from evidence import sizing
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 CALCULATOR = REPOSITORY / "docsrc" / "_static" / "sizing.js"
@@ -108,7 +109,7 @@ def test_a_missing_result_case_is_one_error(tmp_path: Path) -> None:
 def test_code_sources_are_upstream_code(data: Dict[str, Any]) -> None:
     """Each file and function a term cites is in the official wheel of the release the data
     file says it read (``upstream_release``)."""
-    from wheel_helpers import fetch
+    from tests.patched_wheel.wheel_helpers import fetch
 
     with zipfile.ZipFile(fetch(data["upstream_release"])) as wheel:
         for term in [*data["terms"].values(), data["partitioning"]]:
@@ -218,7 +219,7 @@ process.stdout.write(JSON.stringify(out));
 
 def test_calculator_arithmetic_matches_the_data_file(data: Dict[str, Any]) -> None:
     """sizing.js (under node) gives, case by case, the peaks, verdicts and recommendations of
-    memory_sizing.evaluate, which the worked tables and the README are drawn from."""
+    evidence.sizing.evaluate, which the worked tables and the README are drawn from."""
     node = shutil.which("node")
     if node is None:
         _needed_or_skip("node", "apt-get install -y nodejs, as in .ci/run,")
@@ -359,7 +360,7 @@ def test_calculator_in_a_browser(
 
 def test_worked_examples_on_the_page(built_html: Path, data: Dict[str, Any]) -> None:
     """The page's worked table shows, for each example, the setting and peaks that
-    memory_sizing gives (and the calculator, by the test above)."""
+    evidence.sizing gives (and the calculator, by the test above)."""
     page = (built_html / MEMORY_PAGE).read_text(encoding="utf-8")
     table = page[page.index('class="memory-examples') :]
     table = " ".join(

@@ -14,7 +14,10 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
 import pytest
-from installed_helpers import (
+from patched_wheel.settings import BaseRequest
+
+from tests.conftest import build_once
+from tests.installed.installed_helpers import (
     INDEX_BASES,
     PatchedWheels,
     in_parallel,
@@ -22,9 +25,6 @@ from installed_helpers import (
     probe,
     releases_to_test,
 )
-from patched_wheel.settings import BaseRequest
-
-from tests.conftest import build_once
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,8 @@ from patched_wheel.fetch import cached_base
 from patched_wheel.lock import load_lock, open_base
 from patched_wheel.patch import build_patched_wheel
 from patched_wheel.settings import BaseChoice, BaseRequest
-from wheel_helpers import official_wheel
+
+from tests.patched_wheel.wheel_helpers import official_wheel
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -15,7 +15,13 @@ from typing import Any, Callable
 
 import pytest
 import torch
-from installed_helpers import DEFAULT_GPU_BYTES, GPU_BYTES_VARIABLE, probe, releases_to_test
+
+from tests.installed.installed_helpers import (
+    DEFAULT_GPU_BYTES,
+    GPU_BYTES_VARIABLE,
+    probe,
+    releases_to_test,
+)
 
 # Memory the CUDA caching allocator may keep reserved in rounding after the offload.
 RESERVED_TOLERANCE = 2 * 1024 * 1024

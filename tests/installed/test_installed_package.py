@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any, Callable, Dict
 
 import pytest
-from installed_helpers import releases_to_test
 from patched_wheel import config
 from patched_wheel.patch import FIXES
+
+from tests.installed.installed_helpers import releases_to_test
 
 pytestmark = pytest.mark.skipif(
     sys.platform != "linux", reason="the tests install the official wheels' Linux builds"

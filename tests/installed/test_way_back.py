@@ -19,12 +19,14 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
-from helpers import make_wheel
-from installed_helpers import plain_index
 from patched_wheel.config import DEFAULT_RELEASE, README, REPOSITORY
 from patched_wheel.patch import build_patched_wheel
 from patched_wheel.wheel import BaseWheel
 from uv import find_uv_bin
+
+from evidence import facts
+from tests.installed.installed_helpers import plain_index
+from tests.patched_wheel.helpers import make_wheel
 
 PYPI = "https://pypi.org/simple"
 INSTALL_PAGE = REPOSITORY / "docsrc" / "getting_started" / "installation.rst"
@@ -35,6 +37,8 @@ GO_BACK = re.compile(r"^\s*(?:\$ )?((?:uv )?pip install [^\n]*\"torch_tensorrt==
 def go_back_commands(path: Path) -> List[str]:
     """The go-back commands of a page, continuation lines joined."""
     text = re.sub(r"\\\n\s*", "", path.read_text(encoding="utf-8"))
+    for name, value in facts.substitutions().items():  # as the built page shows them
+        text = text.replace(f"|{name}|", value)
     return GO_BACK.findall(text)
 
 

@@ -7,12 +7,12 @@ from types import ModuleType
 from typing import Dict, Tuple
 
 import pytest
-from helpers import RTX, make_wheel, release_repo, write_lock
 from patched_wheel.config import SUPPORTED_RELEASES
 from patched_wheel.settings import VARIABLES
-from wheel_helpers import fetch
 
 from benchmarks.harness import load_overlay
+from tests.patched_wheel.helpers import RTX, make_wheel, release_repo, write_lock
+from tests.patched_wheel.wheel_helpers import fetch
 
 
 @pytest.fixture(autouse=True)

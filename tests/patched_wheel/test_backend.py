@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Dict
 
 import pytest
-from helpers import names
 from patched_wheel.config import DEFAULT_RELEASE, REPOSITORY
 from uv import find_uv_bin
+
+from tests.patched_wheel.helpers import names
 
 
 @pytest.mark.network

@@ -6,11 +6,12 @@ import sys
 from typing import Dict
 
 import pytest
-from helpers import names
 from patched_wheel import PatchError
 from patched_wheel.config import DEFAULT_RELEASE, FIX_NAMES
 from patched_wheel.patch import FIXES
 from patched_wheel.settings import canonical_distribution, choice_from_environment
+
+from tests.patched_wheel.helpers import names
 
 
 def test_the_fix_table_follows_the_order_of_the_fix_names() -> None:

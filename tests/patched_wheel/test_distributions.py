@@ -4,7 +4,6 @@ some fixes apply: chosen, built, recorded, verified, listed on their own index p
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -12,7 +11,14 @@ from pathlib import Path
 from typing import Tuple
 
 import pytest
-from helpers import (
+from patched_wheel.config import DEFAULT_RELEASE, DISTRIBUTIONS, FIX_NAMES, REPOSITORY, TARGET
+from patched_wheel.patch import patch_wheel
+from patched_wheel.splice import overlay_from_bytes
+from patched_wheel.verify import read_provenance
+from patched_wheel.wheel import BaseWheel
+from uv import find_uv_bin
+
+from tests.patched_wheel.helpers import (
     ORIGIN,
     OVERLAY,
     RELEASED,
@@ -25,12 +31,7 @@ from helpers import (
     source_build,
     write_lock,
 )
-from patched_wheel.config import DEFAULT_RELEASE, DISTRIBUTIONS, FIX_NAMES, REPOSITORY, TARGET
-from patched_wheel.patch import patch_wheel
-from patched_wheel.splice import overlay_from_bytes
-from patched_wheel.verify import read_provenance
-from patched_wheel.wheel import BaseWheel
-from wheel_helpers import fetch
+from tests.patched_wheel.wheel_helpers import fetch
 
 # An upstream utils.py of 2.8 and 2.9 in miniature: deallocate_module, no host-trim hook.
 UTILS_2_8 = b"""def deallocate_module(module, delete_module=True):
@@ -85,7 +86,7 @@ def test_each_distribution_has_its_own_page_and_each_installer_gets_its_own(
         pip += ["manylinux_2_28_x86_64", f"{project}==2.99.0"]
         subprocess.run(pip, check=True, capture_output=True, env=pip_environment())
         assert [p.name.startswith(prefix) for p in folder.iterdir()] == [True]
-        uv = [shutil.which("uv") or "uv", "pip", "compile", "-", "--no-deps", "--index-url"]
+        uv = [find_uv_bin(), "pip", "compile", "-", "--no-deps", "--index-url"]
         uv += [index, "--python-version", "3.11", "--python-platform", "x86_64-manylinux_2_28"]
         uv += ["--no-header", "--no-annotate"]
         pin = f"{project}==2.99.0\n"

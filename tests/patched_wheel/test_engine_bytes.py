@@ -14,12 +14,13 @@ import zipfile
 from typing import Dict, Tuple
 
 import pytest
-from helpers import ORIGIN
 from patched_wheel.config import CONVERSION_TARGET, DEFAULT_OVERLAY, TARGET
 from patched_wheel.patch import FIXES, _needed_by, patch_wheel
 from patched_wheel.splice import overlay_from_bytes, top_level_definitions
 from patched_wheel.wheel import BaseWheel
-from wheel_helpers import fetch
+
+from tests.patched_wheel.helpers import ORIGIN
+from tests.patched_wheel.wheel_helpers import fetch
 
 ENGINE_BYTES = next(fix for fix in FIXES if fix.name == "engine-bytes")
 

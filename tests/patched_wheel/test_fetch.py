@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Tuple
 
 import pytest
-from helpers import (
+from patched_wheel import PatchError
+from patched_wheel.config import DEFAULT_RELEASE, REPOSITORY, TARGET
+from patched_wheel.lock import load_lock
+from patched_wheel.settings import BaseRequest
+from patched_wheel.verify import read_provenance
+
+from tests.installed.installed_helpers import official_wheel
+from tests.patched_wheel.helpers import (
     RELEASED,
     RTX,
     UTILS,
@@ -23,13 +30,7 @@ from helpers import (
     run_tool,
     source_build,
 )
-from installed_helpers import official_wheel
-from patched_wheel import PatchError
-from patched_wheel.config import DEFAULT_RELEASE, REPOSITORY, TARGET
-from patched_wheel.lock import load_lock
-from patched_wheel.settings import BaseRequest
-from patched_wheel.verify import read_provenance
-from wheel_helpers import fetch
+from tests.patched_wheel.wheel_helpers import fetch
 
 
 @pytest.mark.network
@@ -117,16 +118,14 @@ def test_a_run_that_cannot_download_says_to_fetch_the_wheels(
     assert wheel is not None
     with pytest.raises(pytest.fail.Exception) as failed:
         official_wheel(request, tmp_path)
-    names(failed.value, wheel, "tests/fetch_wheels.py")
+    names(failed.value, wheel, "python3 -m tests.fetch_wheels")
     assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.network  # downloads what the cache lacks (offline: passes once it is filled)
 def test_fetch_wheels_fetches_each_file_once_and_sums_up() -> None:
-    script = REPOSITORY / "tests" / "fetch_wheels.py"
-    done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, check=False
-    )
+    command = [sys.executable, "-m", "tests.fetch_wheels"]
+    done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=REPOSITORY)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     counts = r"(\d+) official wheels .*\((\d+) downloaded, (\d+) already there\)"

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Dict, Tuple
 
 import pytest
-from helpers import RTX, TAGS, make_wheel, names, refusal, run_tool, write_lock
 from patched_wheel import PatchError
 from patched_wheel.config import (
     DEFAULT_RELEASE,
@@ -24,6 +23,8 @@ from patched_wheel.config import (
 from patched_wheel.lock import Lock, load_lock, open_base
 from patched_wheel.settings import BaseChoice, BaseRequest
 from patched_wheel.wheel import Entry, write_zip
+
+from tests.patched_wheel.helpers import RTX, TAGS, make_wheel, names, refusal, run_tool, write_lock
 
 
 def test_the_lock_holds_every_rtx_wheel_and_2_8_and_2_9() -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from helpers import RELEASED, Released, run_tool
 from patched_wheel.config import DEFAULT_RELEASE
+
+from tests.patched_wheel.helpers import RELEASED, Released, run_tool
 
 
 def test_the_matrix_builds_the_locked_bases_and_indexes_releases(released: Released) -> None:

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import List
 
 import pytest
-from helpers import TAGS, Released, build, make_wheel, names, refusal, run_tool
 from patched_wheel.config import DEFAULT_RELEASE, REPOSITORY
+
+from tests.patched_wheel.helpers import TAGS, Released, build, make_wheel, names, refusal, run_tool
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="the venv's Python is bin/python on POSIX")
@@ -179,8 +180,9 @@ def test_verify_names_the_variable_it_read_the_base_from(
 def test_the_revision_line_says_plainly_whether_the_build_was_clean() -> None:
     """One statement per state, no double negative: a clean build's line denies nothing, a
     dirty one's says it is dirty, an unknown one's says it is not known."""
-    from helpers import ORIGIN
     from patched_wheel.provenance import Provenance, format_provenance
+
+    from tests.patched_wheel.helpers import ORIGIN
 
     lines = {}
     for dirty in (False, True, None):

@@ -16,13 +16,14 @@ from typing import Dict, Optional
 
 import packaging
 import pytest
-from helpers import ORIGIN, OVERLAY, UTILS, make_wheel, names, refusal, run_tool
 from patched_wheel import PatchError
 from patched_wheel.config import DEFAULT_OVERLAY, REPOSITORY, TARGET
 from patched_wheel.patch import Origin, patch_wheel, rewrite_metadata_version
 from patched_wheel.splice import overlay_from_bytes
 from patched_wheel.verify import read_provenance
 from patched_wheel.wheel import BaseWheel
+
+from tests.patched_wheel.helpers import ORIGIN, OVERLAY, UTILS, make_wheel, names, refusal, run_tool
 
 
 def patched(base: Path, overlay: bytes = OVERLAY, origin: Origin = ORIGIN) -> bytes:
@@ -244,8 +245,8 @@ def test_the_package_has_no_cycles_and_no_network() -> None:
 
 
 def test_one_file_location_loader() -> None:
-    """The repository imports by file location in one place, the benchmarks' overlay loader
-    (``py/torch_tensorrt`` is a part of a package that needs TensorRT; its docstring says so)."""
+    """The repository imports by file location in one place, ``evidence.import_file`` (for the
+    overlay, and for the build tool where ``tools`` is not on the path: its docstring says so)."""
     tracked = subprocess.run(
         ["git", "-C", str(REPOSITORY), "ls-files", "*.py"], capture_output=True, text=True
     ).stdout.split()
@@ -255,7 +256,7 @@ def test_one_file_location_loader() -> None:
         for node in ast.walk(ast.parse((REPOSITORY / name).read_text(encoding="utf-8")))
         if isinstance(node, ast.Attribute) and node.attr == "spec_from_file_location"
     ]
-    assert loaders == ["benchmarks/harness.py"], loaders
+    assert loaders == ["evidence/__init__.py"], loaders
 
 
 def _with_member(base: BaseWheel, name: str, data: bytes) -> BaseWheel:
@@ -281,7 +282,8 @@ def test_bytecode_that_would_run_instead_of_a_patched_module_is_refused() -> Non
     import importlib.util
 
     from patched_wheel.patch import FIXES
-    from wheel_helpers import fetch
+
+    from tests.patched_wheel.wheel_helpers import fetch
 
     official = fetch("2.11.0")  # engine-bytes applies: a second module is patched
     base = BaseWheel(official.read_bytes(), official.name)

@@ -10,9 +10,19 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from helpers import NEWEST, Released, build, git, names, refusal, run_tool, verify
 from patched_wheel.config import OVERLAY_PATH
 from patched_wheel.verify import read_provenance
+
+from tests.patched_wheel.helpers import (
+    NEWEST,
+    Released,
+    build,
+    git,
+    names,
+    refusal,
+    run_tool,
+    verify,
+)
 
 
 def test_a_record_of_nested_arrays_is_one_line(tmp_path: Path, released: Released) -> None:

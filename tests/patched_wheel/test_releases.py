@@ -10,21 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import (
-    OVERLAY,
-    RELEASED,
-    Released,
-    build,
-    crafted,
-    git,
-    judge,
-    make_wheel,
-    names,
-    pip_environment,
-    refusal,
-    run_tool,
-    verify,
-)
 from packaging.version import Version
 from patched_wheel.config import (
     DEFAULT_RELEASE,
@@ -39,6 +24,22 @@ from patched_wheel.provenance import SourceRevision, tool_sha256
 from patched_wheel.releases import label_for, release_label
 from patched_wheel.splice import overlay_from_bytes
 from patched_wheel.wheel import BaseWheel
+
+from tests.patched_wheel.helpers import (
+    OVERLAY,
+    RELEASED,
+    Released,
+    build,
+    crafted,
+    git,
+    judge,
+    make_wheel,
+    names,
+    pip_environment,
+    refusal,
+    run_tool,
+    verify,
+)
 
 
 def test_a_development_build_is_not_a_release(released: Released) -> None:

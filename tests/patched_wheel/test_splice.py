@@ -12,7 +12,6 @@ from types import ModuleType
 from typing import Dict, List, Tuple
 
 import pytest
-from helpers import names
 from patched_wheel import PatchError
 from patched_wheel.config import DEFAULT_OVERLAY as OVERLAY
 from patched_wheel.config import DEFAULT_RELEASE, SUPPORTED_RELEASES, TARGET
@@ -26,6 +25,8 @@ from patched_wheel.splice import (
     source_segment,
     splice_overlay,
 )
+
+from tests.patched_wheel.helpers import names
 
 
 def parse_overlay(source: str) -> OverlayParts:
@@ -470,8 +471,9 @@ def test_an_unlocked_build_of_a_base_with_a_backtracking_line_ends(tmp_path: Pat
     import subprocess
     import sys
 
-    from helpers import make_wheel
     from patched_wheel.config import REPOSITORY, TOOL_PATH
+
+    from tests.patched_wheel.helpers import make_wheel
 
     line = b"deallocate_module" + b"#" * 50 + b"\n"
     base = make_wheel(tmp_path, {"torch_tensorrt/other.py": b"import os\n" + line})

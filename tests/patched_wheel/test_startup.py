@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Tuple
 
 import pytest
-from helpers import RELEASED, TOOL_PATH, refusal, run_tool
+
+from tests.patched_wheel.helpers import RELEASED, TOOL_PATH, refusal, run_tool
 
 Released = Tuple[Path, Path, Path, Path]
 

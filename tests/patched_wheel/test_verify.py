@@ -17,7 +17,11 @@ from pathlib import Path
 from typing import Dict
 
 import pytest
-from helpers import (
+from patched_wheel.config import DEFAULT_RELEASE, LOCK_FILE, OVERLAY_PATH, REPOSITORY, TARGET
+from patched_wheel.provenance import tool_sha256
+from patched_wheel.verify import differences, read_provenance
+
+from tests.patched_wheel.helpers import (
     RELEASED,
     Released,
     build,
@@ -31,9 +35,6 @@ from helpers import (
     verify,
     write_lock,
 )
-from patched_wheel.config import DEFAULT_RELEASE, LOCK_FILE, OVERLAY_PATH, REPOSITORY, TARGET
-from patched_wheel.provenance import tool_sha256
-from patched_wheel.verify import differences, read_provenance
 
 
 def test_a_release_verifies_and_from_a_later_revision(released: Released) -> None:
@@ -319,7 +320,7 @@ def test_a_record_pairing_a_revision_with_another_tool_is_refused(released: Rele
 def test_another_pythons_or_platforms_wheel_verifies_with_an_empty_cache(
     released: Released, tmp_path: Path, python: str, platform: str
 ) -> None:
-    from wheel_helpers import fetch
+    from tests.patched_wheel.wheel_helpers import fetch
 
     repo, _, _, _ = released
     base = fetch(DEFAULT_RELEASE, python, platform)

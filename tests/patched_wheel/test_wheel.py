@@ -8,10 +8,20 @@ from pathlib import Path
 from typing import Any, Dict
 
 import pytest
-from helpers import Released, build, judge, marked, names, refusal, run_tool, verify
 from patched_wheel import PatchError
 from patched_wheel.config import TARGET
 from patched_wheel.wheel import parse_wheel_name, zip_date_time
+
+from tests.patched_wheel.helpers import (
+    Released,
+    build,
+    judge,
+    marked,
+    names,
+    refusal,
+    run_tool,
+    verify,
+)
 
 
 def test_a_build_tag_is_refused_by_verify_and_index(released: Released) -> None:
@@ -93,9 +103,10 @@ def test_a_hostile_tag_line_is_not_expanded(tmp_path: Path) -> None:
     tags from 1.4 KB): an unlocked base with one is refused without expanding it."""
     import tracemalloc
 
-    from helpers import make_wheel
     from patched_wheel.lock import Lock, open_base
     from patched_wheel.settings import BaseChoice
+
+    from tests.patched_wheel.helpers import make_wheel
 
     parts = "-".join(".".join(f"{kind}{n}" for n in range(100)) for kind in "iap")
     wheel_file = f"Wheel-Version: 1.0\nTag: {parts}\n".encode()
@@ -154,9 +165,10 @@ def test_a_member_marked_encrypted_or_bz2_is_refused_in_one_line(
 
 
 def test_an_unlocked_base_with_an_encrypted_record_is_refused_in_one_line(tmp_path: Path) -> None:
-    from helpers import make_wheel
     from patched_wheel.lock import Lock, open_base
     from patched_wheel.settings import BaseChoice
+
+    from tests.patched_wheel.helpers import make_wheel
 
     base = make_wheel(tmp_path)
     record = "torch_tensorrt-2.99.0.dist-info/RECORD"
@@ -176,9 +188,10 @@ def test_a_member_whose_entry_points_outside_the_file_is_refused_in_one_line(
     traceback from the copy of the member's bytes."""
     import struct
 
-    from helpers import make_wheel
     from patched_wheel.lock import Lock, open_base
     from patched_wheel.settings import BaseChoice
+
+    from tests.patched_wheel.helpers import make_wheel
 
     base = make_wheel(tmp_path)
     data = bytearray(base.read_bytes())

@@ -34,7 +34,7 @@ def official_wheel(request: BaseRequest, cache_dir: Path = DEFAULT_CACHE_DIR) ->
             why = str(error).splitlines()[0].rstrip(":")
     pytest.fail(
         f"{name} is not in {os.path.relpath(cache_dir, REPOSITORY)} and this run cannot "
-        f"download: run 'python3 tests/fetch_wheels.py' once with network ({why})",
+        f"download: run 'python3 -m tests.fetch_wheels' once with network ({why})",
         pytrace=False,
     )
 

@@ -17,6 +17,8 @@ import pytest
 from patched_wheel.site import INDEX_URL_PLACEHOLDER
 from uv import find_uv_bin
 
+from evidence import facts
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # Python 3.10: the same parser, from PyPI (docsrc/requirements.txt)
@@ -44,7 +46,10 @@ override-dependencies = [
 def install_page_recipes() -> Dict[str, str]:
     """The install page's ``pyproject.toml`` recipes, by the tool whose table they fill."""
     text = INSTALL_PAGE.read_text(encoding="utf-8")
-    blocks = re.findall(r"^( *)\.\. code-block:: toml\n\n((?:\1 +\S.*\n|\n)+)", text, re.M)
+    for name, value in facts.substitutions().items():  # as the built page shows them
+        text = text.replace(f"|{name}|", value)
+    code = r"\.\. (?:substitution-)?code-block:: toml"
+    blocks = re.findall(r"^( *)" + code + r"\n\n((?:\1 +\S.*\n|\n)+)", text, re.M)
     recipes = {}
     for block in (textwrap.dedent(lines) for _, lines in blocks):
         tool = re.search(r"^\[\[tool\.(\w+)\.(?:index|source)\]\]$", block, re.M)

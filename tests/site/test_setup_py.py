@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import names
+
+from tests.patched_wheel.helpers import names
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -13,7 +13,6 @@ from typing import List
 from urllib.parse import unquote, urlsplit
 
 import pytest
-from helpers import refusal
 from patched_wheel.config import DEFAULT_RELEASE
 from patched_wheel.site import (
     INDEX_URL_PLACEHOLDER,
@@ -21,6 +20,8 @@ from patched_wheel.site import (
     landing_page,
     read_projects,
 )
+
+from tests.patched_wheel.helpers import refusal
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 

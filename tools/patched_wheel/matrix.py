@@ -39,7 +39,7 @@ _Work = Tuple[str, settings.BaseRequest, str, Optional[Path], Optional[str], byt
 UPDATE_DOCS_COMMAND = "python tools/patched_wheel matrix --update-docs"
 # What refreshes the README's generated blocks, this table among them, from the docs' files
 # (cog, a test requirement: the tool itself never runs it).
-README_COMMAND = "python3 -m cogapp -r -I docsrc/_ext -I tools README.md"
+README_COMMAND = "python3 -m cogapp -r -I tools README.md"
 PLATFORM_TITLES = {
     "manylinux_2_28_x86_64": "Linux x86_64",
     "manylinux_2_28_aarch64": "Linux aarch64",

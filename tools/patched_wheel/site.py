@@ -27,8 +27,6 @@ from . import PatchError, config
 
 logger = logging.getLogger(__name__)
 
-# What the docs build imports, as docsrc/Makefile puts it on PYTHONPATH.
-DOCS_IMPORTED_FOLDERS = ("py", "docsrc/_ext", "tools", "benchmarks")
 # docsrc/Makefile's SPHINXOPTS (a test keeps them the same): warnings, all shown, and broken
 # references fail the build.
 SPHINX_OPTIONS = ("-W", "--keep-going", "-n")
@@ -117,14 +115,7 @@ def _build_docs(folder: Path) -> None:
         doctrees = str(Path(scratch) / "doctrees")
         sphinx = [sys.executable, "-m", "sphinx", "-b", "html", *SPHINX_OPTIONS, "-q"]
         folders = ["-d", doctrees, str(config.REPOSITORY / "docsrc"), str(folder)]
-        _run_step("the docs", sphinx + folders, environment=docs_environment())
-
-
-def docs_environment() -> Dict[str, str]:
-    """The environment of a docs build: PYTHONPATH as docsrc/Makefile sets it."""
-    folders = [str(config.REPOSITORY / folder) for folder in DOCS_IMPORTED_FOLDERS]
-    folders += [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(folders))
+        _run_step("the docs", sphinx + folders)  # conf.py finds what it imports itself
 
 
 def _plain(path: Path) -> bool:

@@ -68,7 +68,9 @@ def fork_prepare_inputs(overlay: ModuleType, stand_in_input: None) -> PrepareInp
 
 def upstream_function(release: str) -> PrepareInputs:
     """Upstream's ``prepare_inputs`` of ``release``, from the official wheel, on the stand-in."""
-    from wheel_helpers import fetch  # the tests' one way to an official wheel (lock-checked)
+    from tests.patched_wheel.wheel_helpers import (
+        fetch,  # the tests' one way to an official wheel (lock-checked)
+    )
 
     with zipfile.ZipFile(fetch(release)) as wheel:
         source = wheel.read("torch_tensorrt/dynamo/utils.py").decode("utf-8")

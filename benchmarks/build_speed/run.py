@@ -54,10 +54,11 @@ from patched_wheel.settings import BaseChoice, BaseRequest
 from patched_wheel.splice import _calls as call_sites_cache
 from patched_wheel.verify import verify_file
 
-from benchmarks import harness
+from evidence import REPOSITORY, RESULTS, result
+from evidence.result import Measure
 
-ROOT = harness.REPOSITORY
-RESULTS = harness.RESULTS / "build_speed.json"
+ROOT = REPOSITORY
+RESULTS = RESULTS / "build_speed.json"
 
 
 def _median(runs: List[float]) -> float:
@@ -166,19 +167,28 @@ def time_command(name: str, command: List[str], what: str) -> Dict[str, Any]:
     return step(name, figures, command=what)
 
 
-MEASURES = harness.measures("""
-seconds | time | s | wall time (the median where the step was repeated)
-ratio_to_plain_read | ratio to the plain read | x | time over the plain read's, both measured
-    side by side
-target_ratio | target ratio | x | the ratio allowed
-target_s | target | s | the time allowed
-wheels | wheels |  | wheels built
-failed | failed |  | wheels that failed
-target_wheels | wheels of the target |  | the number of wheels the matrix's target was set for
-build_s_per_wheel | a wheel | s | time per wheel
-exit_status | exit status |  | the command's
-base_mib | base size | MiB | the base wheel's size
-""")
+MEASURES = (
+    Measure("seconds", "time", "s", "wall time (the median where the step was repeated)"),
+    Measure(
+        "ratio_to_plain_read",
+        "ratio to the plain read",
+        "x",
+        "time over the plain read's, both measured side by side",
+    ),
+    Measure("target_ratio", "target ratio", "x", "the ratio allowed"),
+    Measure("target_s", "target", "s", "the time allowed"),
+    Measure("wheels", "wheels", "", "wheels built"),
+    Measure("failed", "failed", "", "wheels that failed"),
+    Measure(
+        "target_wheels",
+        "wheels of the target",
+        "",
+        "the number of wheels the matrix's target was set for",
+    ),
+    Measure("build_s_per_wheel", "a wheel", "s", "time per wheel"),
+    Measure("exit_status", "exit status", "", "the command's"),
+    Measure("base_mib", "base size", "MiB", "the base wheel's size"),
+)
 # Each step of the run, by name: its label.
 STEPS = {
     "plain_read": "plain read of the base: zipfile, every member read and hashed",
@@ -194,9 +204,7 @@ TARGET_RATIOS = {"one_wheel": 1.5, "verify": 2.0}
 def step(name: str, figures: Dict[str, Any], series: Any = None, **parameters: Any) -> Any:
     """One step's case of the result file."""
     label, case_id = STEPS[name], name.replace("_", "-")
-    return harness.case(
-        case_id, label, figures, headline=True, parameters=parameters, series=series
-    )
+    return result.case(case_id, label, figures, headline=True, parameters=parameters, series=series)
 
 
 def run(argv: Optional[Sequence[str]] = None) -> int:
@@ -208,7 +216,7 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--skip-matrix", action="store_true")
     parser.add_argument("--with-tests", action="store_true", help="also time python -m pytest")
     args = parser.parse_args(argv)
-    record = harness.provenance()
+    record = result.provenance()
     cases = time_side_by_side(args.repeat)
     with tempfile.TemporaryDirectory() as out:
         pip = [sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "-q", "-w", out]
@@ -220,10 +228,10 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
         cases.append(time_command("test_command", pytest, "python -m pytest"))
         cases[-1]["figures"]["target_s"] = 90
     title = "Time of building patched wheels, against a plain read of the base wheel"
-    document = harness.result("build-speed", title, record, MEASURES, cases)
+    document = result.result("build-speed", title, record, MEASURES, cases)
     for entry in document["cases"]:
         print(f"{entry['label'][:60]:<60} {entry['figures']['seconds']:8.3f} s")
-    harness.save_result(RESULTS, document)
+    result.save(RESULTS, document)
     print(f"wrote {RESULTS.relative_to(ROOT)}")
     return 0
 

@@ -1,102 +1,26 @@
-"""The result files of ``benchmarks/results``: their one shape, its loader, and their presenter.
+"""The result files as tables: each figure with its unit, each table with its notes and source.
 
-Every benchmark (``python -m benchmarks run NAME``) writes one JSON document of the shape
-``docsrc/_data/result.schema.json`` describes (a JSON Schema: the benchmark, a title, the
-provenance, the measures with their labels and units, the cases with their figures), so that a
-reader needs nothing but the file to present it. :func:`load` checks a file against it and
-raises one :class:`ResultError` listing every problem, a line each.
-
-The tables (:data:`TABLES`) and plots (:data:`PLOTS`) are named here, in Python; the README's
-cog blocks and the docs' extension (``sphinx_results.py``) draw them by name. Nothing here
-imports benchmark code: the docs read data, never the code that measured it.
+The tables are named here (:data:`TABLES`, :data:`PHASE_TABLES`); the README's cog blocks
+(``tables.markdown(tables.table(NAME))``) and the docs' ``readme-table`` directive draw them by
+name. Everything they show comes from the files (:mod:`evidence.result`): nothing here imports
+benchmark code.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-import jsonschema
-from patched_wheel import matrix
+from patched_wheel import config, matrix
 
-REPOSITORY = Path(__file__).resolve().parents[2]
-RESULTS = REPOSITORY / "benchmarks" / "results"
-SCHEMA = REPOSITORY / "docsrc" / "_data" / "result.schema.json"
-OVERLAY = REPOSITORY / "py" / "torch_tensorrt" / "dynamo" / "utils.py"
-SUPPORTED = REPOSITORY / "docsrc" / "_data" / "supported_matrix.json"
+from evidence import RESULTS
+from evidence.result import ResultError, find_case, overlay_sha256, result_file
+
 MiB = 1024**2
 GiB = 1024**3
-
-
-class ResultError(Exception):
-    """A result file that cannot be read or is not of the documented shape."""
-
-
-# -- the shape and its loader ------------------------------------------------------------------
-
-
-def schema() -> Dict[str, Any]:
-    """The shape, as the JSON Schema ``docsrc/_data/result.schema.json``."""
-    found: Dict[str, Any] = json.loads(SCHEMA.read_text(encoding="utf-8"))
-    return found
-
-
-def problems(document: Any) -> List[str]:
-    """Every way ``document`` differs from the shape, one line each, all in one pass: the
-    schema's, and what a JSON Schema cannot say (case ids unique, figures named in measures)."""
-    errors = jsonschema.Draft202012Validator(schema()).iter_errors(document)
-    found = [
-        f"{'/'.join(map(str, error.absolute_path)) or 'the document'}: {error.message}"
-        for error in sorted(errors, key=lambda error: list(map(str, error.absolute_path)))
-    ]
-    cases = document.get("cases") if isinstance(document, dict) else None
-    measures = document.get("measures") if isinstance(document, dict) else None
-    seen = set()
-    for index, case in enumerate(cases if isinstance(cases, list) else []):
-        if not isinstance(case, dict):
-            continue
-        if case.get("id") in seen:
-            found.append(f"cases/{index}/id: {case['id']!r} is used by an earlier case")
-        seen.add(case.get("id"))
-        if isinstance(measures, dict) and isinstance(case.get("figures"), dict):
-            unknown = sorted(set(case["figures"]) - set(measures))
-            found += [f"cases/{index}/figures: {key!r} is not in measures" for key in unknown]
-    return found
-
-
-def load(path: Path) -> Dict[str, Any]:
-    """The result file at ``path``, checked against the shape."""
-    try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ResultError(f"{path}: cannot be read: {error}") from None
-    found = problems(document)
-    if found:
-        lines = "\n".join(f"  {problem}" for problem in found)
-        raise ResultError(f"{path}: not a result file of the documented shape:\n{lines}")
-    result: Dict[str, Any] = document
-    return result
-
-
-def result_file(name: str, results: Path = RESULTS) -> Dict[str, Any]:
-    """``benchmarks/results/<name>.json``, loaded, its name kept for the source note."""
-    document = load(results / f"{name}.json")
-    document["_file"] = f"benchmarks/results/{name}.json"
-    return document
-
-
-def case(document: Dict[str, Any], case_id: str) -> Dict[str, Any]:
-    """The case of that id; :class:`ResultError` naming the ids there are otherwise."""
-    for entry in document["cases"]:
-        if entry["id"] == case_id:
-            found: Dict[str, Any] = entry
-            return found
-    known = ", ".join(entry["id"] for entry in document["cases"])
-    raise ResultError(f"{document.get('_file', 'result')}: no case {case_id!r}; ids: {known}")
 
 
 # -- numbers, provenance -----------------------------------------------------------------------
@@ -120,15 +44,10 @@ def number(value: Optional[float], unit: str = "", spec: str = "") -> str:
     return f"{shown} {unit}" if unit and unit != "x" else f"{shown} x" if unit else shown
 
 
-def current_overlay() -> str:
-    """The sha256 of this checkout's overlay, which a result's provenance is compared with."""
-    return hashlib.sha256(OVERLAY.read_bytes()).hexdigest()
-
-
 def overlay_text(document: Dict[str, Any]) -> str:
     """Which overlay the run measured: its short sha256, marked when it is not the current."""
     recorded = str(document["provenance"].get("overlay_sha256") or "")
-    if recorded == current_overlay():
+    if recorded == overlay_sha256():
         return f"overlay {recorded[:8]} (the current one)"
     return f"overlay {recorded[:8] or 'unknown'} (not the current overlay)"
 
@@ -202,7 +121,7 @@ def case_table(
     return Table(header, rows, [legend + ".", *document.get("notes", []), source_note(document)])
 
 
-def supported_matrix(path: Path = SUPPORTED) -> Table:
+def supported_matrix(path: Path = config.DOCS_MATRIX) -> Table:
     """The supported releases, from the matrix command's data file, by the build tool's own
     table builder (the README's cog block and the docs' directive both show this)."""
     return Table(*matrix.supported_table(json.loads(path.read_text(encoding="utf-8"))))
@@ -253,13 +172,12 @@ TABLES: Dict[str, Tuple[str, List[str], bool]] = {
 
 
 # The compile with the offload on, official wheel beside the fork's (the named phase table and
-# the named plot of the benchmarks page): (result file, the cases side by side).
+# the plot of the benchmarks page, evidence.plots): (result file, the cases side by side).
 COMPILE_CASES = (
     "compile_record",
     ["official-mlp-3gib-offload-on-r1", "fork-mlp-3gib-offload-on-r1"],
 )
 PHASE_TABLES = {"compile-phases": COMPILE_CASES}
-PLOTS = {"compile-timeline": COMPILE_CASES}
 TABLE_NAMES = [*TABLES, *PHASE_TABLES]
 
 
@@ -274,44 +192,10 @@ def table(name: str, results: Path = RESULTS) -> Table:
     return case_table(result_file(stem, results), measures, headline=headline)
 
 
-# -- plots -------------------------------------------------------------------------------------
-
-
-def plot_timelines(document: Dict[str, Any], case_ids: Sequence[str]) -> Any:
-    """Host, GPU and host + GPU memory over time, a panel per case, its phases shaded and
-    named (``series.timeline`` and ``series.phases``)."""
-    import matplotlib.pyplot as plt
-
-    cases = [case(document, case_id) for case_id in case_ids]
-    missing = [entry["id"] for entry in cases if "timeline" not in entry.get("series", {})]
-    if missing:
-        raise ResultError(f"{document.get('_file')}: no series.timeline in {', '.join(missing)}")
-    figure, panels = plt.subplots(
-        len(cases), 1, figsize=(7.5, 2.4 * len(cases)), sharex=True, squeeze=False
-    )
-    for axes, entry in zip(panels[:, 0], cases):
-        line = entry["series"]["timeline"]
-        host = [value / GiB for value in line["host_bytes"]]
-        gpu = [value / GiB for value in line["gpu_bytes"]]
-        axes.plot(line["t_s"], host, label="host")
-        axes.plot(line["t_s"], gpu, label="GPU")
-        axes.plot(line["t_s"], [a + b for a, b in zip(host, gpu)], label="host + GPU", lw=0.8)
-        for index, phase in enumerate(entry["series"].get("phases", [])):
-            shade = "#eeeeee" if index % 2 else "#dde6f0"
-            axes.axvspan(phase["start_s"], phase["end_s"], color=shade, zorder=0)
-            style = dict(transform=axes.get_xaxis_transform(), fontsize=6, rotation=90)
-            axes.text(phase["start_s"], 0.98, phase["name"], va="top", **style)
-        axes.set_title(entry["label"].replace("`", ""), fontsize=8)
-        axes.set_ylabel("GiB")
-    panels[0, 0].legend(fontsize=7, loc="upper right")
-    panels[-1, 0].set_xlabel("seconds")
-    return figure
-
-
 def phase_table(document: Dict[str, Any], case_ids: Sequence[str]) -> Table:
     """Each phase of the cases' compiles (``series.phases``): host and GPU at its start and the
     host + GPU peak inside it, in W, a column pair per case, so every W of a peak is named."""
-    cases = [case(document, case_id) for case_id in case_ids]
+    cases = [find_case(document, case_id) for case_id in case_ids]
     header = ["phase"]
     for entry in cases:
         header += [f"{entry['label']}: at its start (host, GPU)", "host + GPU peak inside"]
@@ -326,11 +210,3 @@ def phase_table(document: Dict[str, Any], case_ids: Sequence[str]) -> Table:
     note = "In W, the model's size, above the values before the compile; a phase inside another"
     note += " is listed after it (by start), and the offload runs twice (once with nothing to do)"
     return Table(header, rows, [note + ".", source_note(document)])
-
-
-def plot(name: str, results: Path = RESULTS) -> Any:
-    """Draw the named plot (in the docs, inside matplotlib's ``plot`` directive)."""
-    if name not in PLOTS:
-        raise ResultError(f"no plot {name!r}; known: {', '.join(PLOTS)}")
-    stem, case_ids = PLOTS[name]
-    return plot_timelines(result_file(stem, results), case_ids)

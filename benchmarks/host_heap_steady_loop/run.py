@@ -5,7 +5,7 @@ inference does with its activations), with glibc's dynamic thresholds and with
 ``mallopt(M_TRIM_THRESHOLD, 128 KiB)`` set after the first large free, each case in a fresh
 process (``docsrc/benchmarks.rst`` says why it matters). From the repository's root::
 
-    python -m benchmarks run host-heap-steady-loop
+    python -m benchmarks run host-heap-steady-loop   # not run: 9 s, rewrites its result file
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from benchmarks import harness
 from benchmarks.host_heap import run as host_heap
+from evidence import RESULTS, result
+from evidence.result import Measure
 
 FIXED_TRIM_THRESHOLD = 128 * host_heap.KiB
 
@@ -56,13 +58,27 @@ def run_worker(block_mib: int, iterations: int, fixed: bool) -> Dict[str, Any]:
     }
 
 
-MEASURES = harness.measures("""
-dynamic_s | dynamic thresholds | s | one allocate + touch + free with glibc's dynamic
-    thresholds, after a large free raised them (median of the iterations, then of the repeats)
-fixed_s | fixed trim threshold | s | the same with mallopt(M_TRIM_THRESHOLD, 128 KiB) set after
-    that raise
-ratio | fixed / dynamic | x | how many times longer the loop takes with the fixed threshold
-""")
+MEASURES = (
+    Measure(
+        "dynamic_s",
+        "dynamic thresholds",
+        "s",
+        "one allocate + touch + free with glibc's dynamic thresholds, after a large free raised "
+        "them (median of the iterations, then of the repeats)",
+    ),
+    Measure(
+        "fixed_s",
+        "fixed trim threshold",
+        "s",
+        "the same with mallopt(M_TRIM_THRESHOLD, 128 KiB) set after that raise",
+    ),
+    Measure(
+        "ratio",
+        "fixed / dynamic",
+        "x",
+        "how many times longer the loop takes with the fixed threshold",
+    ),
+)
 
 
 def steady_loop_result(
@@ -78,7 +94,7 @@ def steady_loop_result(
         }
         medians["ratio"] = medians["fixed_s"] / medians["dynamic_s"]
         cases.append(
-            harness.case(
+            result.case(
                 f"{block_mib}mib",
                 f"{block_mib} MiB block",
                 medians,
@@ -88,9 +104,7 @@ def steady_loop_result(
             )
         )
     title = "What a fixed glibc trim threshold costs a loop that allocates and frees one block"
-    return harness.result(
-        "host-heap-steady-loop", title, record, MEASURES, cases, settings=settings
-    )
+    return result.result("host-heap-steady-loop", title, record, MEASURES, cases, settings=settings)
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -102,7 +116,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     add("--blocks-mib", type=int, nargs="+", default=[4, 16])
     add("--iterations", type=int, default=200)
     add("--repeats", type=int, default=3)
-    add("--output", type=Path, default=harness.RESULTS / "host_heap_steady_loop.json")
+    add("--output", type=Path, default=RESULTS / "host_heap_steady_loop.json")
     add("--worker", choices=["dynamic", "fixed"], help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -114,12 +128,12 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
         fixed = args.worker == "fixed"
         harness.print_case_result(run_worker(args.blocks_mib[0], args.iterations, fixed))
         return 0
-    record = harness.provenance()
+    record = result.provenance()
     env = host_heap.case_environment(host_heap.CASES_BY_NAME["upstream"], None)
     runs: List[Dict[str, Any]] = []
     kinds = ("dynamic", "fixed")
     for block, repeat, kind in itertools.product(args.blocks_mib, range(args.repeats), kinds):
-        command = ["-m", "benchmarks.host_heap.steady_loop", "--worker", kind]
+        command = ["-m", "benchmarks.host_heap_steady_loop.run", "--worker", kind]
         command += ["--blocks-mib", str(block), "--iterations", str(args.iterations)]
         figures = harness.run_in_fresh_process(command, env)
         runs.append({**figures, "case": kind, "repeat": repeat})
@@ -130,7 +144,7 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
         "fixed_trim_threshold": FIXED_TRIM_THRESHOLD,
         "threshold_raising_bytes": host_heap.THRESHOLD_RAISING_BYTES,
     }
-    harness.save_result(args.output, steady_loop_result(record, runs, settings))
+    result.save(args.output, steady_loop_result(record, runs, settings))
     print(f"wrote {args.output}")
     return 0
 

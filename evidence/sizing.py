@@ -13,10 +13,12 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
 
-import results
 from patched_wheel.matrix import README_COMMAND
 
-REPOSITORY = results.REPOSITORY
+from evidence import REPOSITORY, tables
+from evidence.result import ResultError, find_case
+from evidence.result import load as load_result
+
 DATA = REPOSITORY / "docsrc" / "_data" / "memory_terms.json"
 GB = 1e9
 # The variables a term's value is a linear combination of.
@@ -54,10 +56,10 @@ def load(path: Path = DATA, repository: Path = REPOSITORY, *, root: str = "") ->
         reference = found.get("result")
         if reference:
             try:
-                document = results.load(repository / reference["file"])
-                case = results.case(document, reference["case"])
+                document = load_result(repository / reference["file"])
+                case = find_case(document, reference["case"])
                 value = float(case["figures"][reference["figure"]])
-            except (results.ResultError, KeyError) as error:
+            except (ResultError, KeyError) as error:
                 raise SizingError(f"memory_terms.json names {reference}: {error}") from None
             if "digits" in reference:
                 value = round(value, int(reference["digits"]))
@@ -210,12 +212,12 @@ def formula(data: Dict[str, Any], setting_id: str, memory: str) -> str:
 GENERATED = f"Generated from `docsrc/_data/memory_terms.json` by cog: `{README_COMMAND}`."
 
 
-def formula_table(data: Dict[str, Any], settings: Sequence[str] = ()) -> results.Table:
+def formula_table(data: Dict[str, Any], settings: Sequence[str] = ()) -> tables.Table:
     """Each setting's peaks (of the ``settings`` named, else of all that build one engine)."""
     chosen = settings or [name for name, s in data["settings"].items() if not s["partitioning"]]
     header = ["setting", "host peak", "GPU peak", "host + GPU (one shared memory)"]
     rows = [[data["settings"][n]["name"], *(formula(data, n, m) for m in MEMORIES)] for n in chosen]
-    return results.Table(header, rows)
+    return tables.Table(header, rows)
 
 
 def example_cell(data: Dict[str, Any], weights: float, machine_id: str) -> str:
@@ -232,7 +234,7 @@ def example_cell(data: Dict[str, Any], weights: float, machine_id: str) -> str:
     return f"none fits; {name} needs {figures}"
 
 
-def example_table(data: Dict[str, Any]) -> results.Table:
+def example_table(data: Dict[str, Any]) -> tables.Table:
     """The worked examples: the setting to use for each model on each machine."""
     names = data["examples"]["machines"]
     header = ["model (W)"] + [data["machines"][name]["name"] for name in names]
@@ -240,11 +242,11 @@ def example_table(data: Dict[str, Any]) -> results.Table:
     for model in data["examples"]["models"]:
         cells = [example_cell(data, model["weights"], name) for name in names]
         rows.append([f"{model['name']} ({gb(model['weights'])})", *cells])
-    return results.Table(header, rows, [data["recommend_note"]])
+    return tables.Table(header, rows, [data["recommend_note"]])
 
 
 def readme_block(data: Dict[str, Any]) -> str:
     """The README's sizing block: the worked examples, then each setting's peaks in W."""
     formulas = formula_table(data)
     formulas.notes = [data["formulas_note"], GENERATED]
-    return results.markdown(example_table(data)) + "\n" + results.markdown(formulas)
+    return tables.markdown(example_table(data)) + "\n" + tables.markdown(formulas)
