@@ -39,6 +39,10 @@ BENCHMARKS: Dict[str, Tuple[str, str]] = {
         "benchmarks.compile.run",
         "host + GPU memory of a real compile on TensorRT-RTX, official wheel against the fork (GPU)",
     ),
+    "own-compile": (
+        "benchmarks.own_compile.run",
+        "host + GPU memory of a compile of your own model, as the compile benchmark measures (GPU)",
+    ),
 }
 
 USAGE = "usage: python -m benchmarks {list | run NAME [options]}"
