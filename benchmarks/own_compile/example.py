@@ -1,8 +1,8 @@
-"""An example for ``python -m benchmarks run own-compile``: a transformers model, built as
-users build one, with random weights (nothing is downloaded).
+"""An example model for the own-compile command: a transformers model, built as users build
+one, with random weights (nothing is downloaded).
 
 ``python -m benchmarks run own-compile benchmarks.own_compile.example:small_llama`` compiles
-a Llama-shaped model of about 0.3 GB in bf16. Copy this file beside your own code and change
+a small Llama-shaped model in bf16. Copy this file beside your own code and change
 the config (or load your checkpoint) to measure your model.
 """
 

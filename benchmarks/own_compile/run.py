@@ -1,5 +1,7 @@
-"""Measure the compile of your own model, on your GPU machine, as the benchmark of record
-measures its own: ``python -m benchmarks run own-compile MODULE:FUNCTION``.
+"""Measure the compile of your own model on your GPU machine, as the benchmark of record
+measures its own.
+
+Usage: ``python -m benchmarks run own-compile MODULE:FUNCTION [options]``.
 
 ``FUNCTION`` of ``MODULE`` (imported from the folder the command runs in, or from
 ``PYTHONPATH``) takes no arguments and returns the model, on the GPU as you would compile it,
@@ -15,7 +17,7 @@ the current folder, outside ``benchmarks/results``: the docs read only the bench
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib.machinery
 import json
 import os
 import subprocess
@@ -27,6 +29,9 @@ from benchmarks import harness
 from benchmarks.compile.run import MEASURES, NOTES
 
 DEFAULT_OUT = Path("own_compile.json")
+# Keywords of torch_tensorrt.compile that the case sets itself (benchmarks/compile/case.py).
+SET_BY_THE_COMMAND = ("ir", "inputs", "min_block_size", "offload_module_to_cpu")
+SET_BY_THE_COMMAND += ("use_python_runtime",)
 # Printed beside the figures: what the docs' sizing counts that the figures do not.
 COUNTING_NOTE = (
     "above the moment just before the compile, with the model on the GPU; the docs' sizing "
@@ -75,19 +80,20 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     bad = [option for option in args.option if "=" not in option]
     if bad:
         parser.error(f"--option takes NAME=VALUE, such as workspace_size=0, not {bad[0]!r}")
+    taken = [o for o in args.option if o.split("=", 1)[0] in SET_BY_THE_COMMAND]
+    if taken:
+        parser.error(
+            f"--option {taken[0]!r}: the command sets it (--offload, --runtime), as the "
+            "compile benchmark does (ir=dynamo, min_block_size=1, the model's inputs)"
+        )
     return args
 
 
 def _importable(module: str) -> bool:
-    """Whether ``module`` can be found from the current folder and ``PYTHONPATH`` (without
-    importing it: the case's process does that)."""
-    sys.path.insert(0, os.getcwd())
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ImportError:  # a parent package that does not exist
-        return False
-    finally:
-        sys.path.remove(os.getcwd())
+    """Whether ``module``'s top-level package can be found from the current folder and
+    ``PYTHONPATH``, without importing it (the case's process does that)."""
+    top = module.split(".")[0]
+    return importlib.machinery.PathFinder.find_spec(top, [os.getcwd(), *sys.path]) is not None
 
 
 def phase_lines(phases: Sequence[Dict[str, Any]]) -> List[str]:

@@ -124,6 +124,7 @@ def test_a_failed_compile_writes_nothing(user_code: Path) -> None:
         pytest.param(["my_model:2x"], "must be MODULE:FUNCTION", id="not-a-name"),
         pytest.param(["m:f", "--option", "fp16"], "--option takes NAME=VALUE", id="option"),
         pytest.param(["m:f", "--offload", "yes"], "invalid choice", id="offload"),
+        pytest.param(["m:f", "--option", "min_block_size=3"], "the command sets it", id="set"),
     ],
 )
 def test_bad_arguments_are_one_error(

@@ -70,9 +70,27 @@ RTX_WHEELS = "needs the wheels the two downloads above fetch"
 RTX_BASE = "torch_tensorrt_rtx-2.11.0-cp312-cp312-manylinux_2_28_x86_64.whl"
 ISOLATED = "pip's isolated build installs packaging and pip from an index: " + NETWORK
 PATCHED_312 = "torch_tensorrt-2.14.0+memfix1.4-cp312-cp312-manylinux_2_28_x86_64.whl"
+OWN = "compiles on a GPU with TensorRT (tests/benchmarks/test_own_compile.py runs its path on CPU)"
+
+CHECK_INSTALLED = (
+    "python -c 'import importlib.metadata as md, json, os; d = md.distribution(md.packages_"
+    'distributions()["torch_tensorrt"][0]); f = [p for p in d.files or () if p.name == "patched_'
+    'wheel.cdx.json"]; s = {p["name"]: p["value"] for p in json.loads(f[0].read_text())["metadata"]'
+    '["component"]["properties"]} if f else {}; print(d.metadata["Name"], d.version, "fixes:", '
+    's.get("patched_wheel:fixes", "none (not a patched wheel)")); print("TORCHTRT_* set:", {k: v '
+    'for k, v in os.environ.items() if k.startswith("TORCHTRT_")} or "none")\''
+)
 
 # command (as written, continuation lines joined) -> why this test does not run it
 NOT_RUN: Dict[str, str] = {
+    # the install page: a build for a DGX Spark, and the check of an installed wheel
+    "rm -rf dist/spark && TORCHTRT_BASE_PLATFORM=manylinux_2_28_aarch64 TORCHTRT_BASE_PYTHON=3.12 "
+    "pip wheel . --no-deps -w dist/spark": ISOLATED,
+    "python tools/patched_wheel provenance dist/spark/torch_tensorrt-*.whl": "needs the wheel "
+    "the line above builds",
+    "pip install torch_tensorrt-*-cp312-cp312-manylinux_2_28_aarch64.whl": INSTALLS,
+    CHECK_INSTALLED: "needs a patched wheel installed (run by hand on 2.14.0+memfix1.4 installed "
+    "with pip --target)",
     # README.md and the docs' first page and install page
     "rm -rf dist/default && pip wheel . --no-deps -w dist/default": ISOLATED,
     "python3 -m pip install -r tests/requirements.txt && python3 -m pytest": SUITE,
@@ -194,6 +212,13 @@ NOT_RUN: Dict[str, str] = {
     ),
     "python -m benchmarks run compile": "names the benchmark; it needs --wheels, a GPU and "
     "TensorRT-RTX (the docs' benchmarks page)",
+    "python -m benchmarks run own-compile MODULE:FUNCTION": PLACEHOLDER,
+    "python -m benchmarks run own-compile MODULE:FUNCTION [options]": PLACEHOLDER,
+    "python -m benchmarks run own-compile benchmarks.own_compile.example:small_llama": OWN,
+    "python -m benchmarks run own-compile benchmarks.own_compile.example:small_llama --offload "
+    "on": OWN,
+    "PYTHONPATH=$HOME/mycode python -m benchmarks run own-compile my_model:build --offload on "
+    "--out my_compile.json": "a file of the user's; " + OWN,
     "python -m benchmarks run NAME [its options]": PLACEHOLDER,
     "python -m benchmarks run NAME --help": PLACEHOLDER + " (each NAME's --help runs here)",
     "python -m benchmarks run NAME": PLACEHOLDER,
