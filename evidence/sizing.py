@@ -41,6 +41,9 @@ RECORDED = {"host": "host_peak_w", "gpu": "gpu_peak_w", "shared": "sum_peak_w"}
 COUNTING_THE_MODEL = {"host": 0.0, "gpu": 1.0, "shared": 1.0}
 # The parameters of a setting, in the order of its key and name.
 CHOICES = ("wheel", "runtime", "offload", "trim", "partitioning")
+# A compile case's parameters that a setting describes; a case with another (a setting added
+# to the benchmark later) describes none until the choices offer it.
+KNOWN_PARAMETERS = {"wheel", "model", "offload", "trim", "runtime", "options", "repeat"}
 REFUSED = "the budget is too small: upstream's partitioner refuses the model"
 BUILDERS = {"tensorrt_rtx": "TensorRT-RTX", "tensorrt": "TensorRT"}
 
@@ -67,7 +70,9 @@ def _recorded_setting(case: Dict[str, Any]) -> Optional[Dict[str, str]]:
     parameters = case["parameters"]
     options = dict(parameters.get("options") or {})
     python = options.pop("use_python_runtime", False)
-    if options or "error" in case or "sum_peak_w" not in case["figures"]:
+    if options or set(parameters) - KNOWN_PARAMETERS:
+        return None
+    if "error" in case or "sum_peak_w" not in case["figures"]:
         return None
     return {
         "wheel": parameters["wheel"],
@@ -201,9 +206,12 @@ def load(path: Path = DATA, repository: Path = REPOSITORY, *, root: str = "") ->
                 found[side] = [e["term"] for e in phase[side] if _counts(setting, e)]
             found["shared"] = found["host"] + found["gpu"]
         data["settings"][key] = setting
-    unknown = set(measured) - set(data["settings"])
+    unknown = sorted(set(measured) - set(data["settings"]))
     if unknown:
-        raise SizingError(f"the compile benchmark measured settings no choice gives: {unknown}")
+        raise SizingError(
+            f"the compile benchmark measured {', '.join(unknown)}, which no choice of "
+            "memory_terms.json offers: add the value to its choices"
+        )
     data["recommend"] = [setting_key({**data["defaults"], **r}) for r in data["recommend"]]
     data["measured_keys"] = [key for key in data["settings"] if key in measured]
 

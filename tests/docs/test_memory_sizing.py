@@ -203,6 +203,7 @@ def test_new_cases_of_the_record_flow_in_by_their_parameters(tmp_path: Path) -> 
         _case({**python, "trim": "default", "repeat": 1}, 1.07, 3.0),
         {**_case({**new, "offload": "off", "repeat": 1}, 9.0), "error": "exit 1"},
         _case({**new, "offload": "off", "options": {"immutable_weights": False}}, 9.0),
+        _case({**new, "offload": "off", "a_later_knob": "on"}, 9.0),
     ]
     _with_cases(tmp_path, "compile_record.json", cases)
     loaded = sizing.load(repository=tmp_path)
@@ -214,7 +215,14 @@ def test_new_cases_of_the_record_flow_in_by_their_parameters(tmp_path: Path) -> 
     python_key = "fork-python-offload-on-trim-default-whole"
     assert loaded["settings"][python_key]["measured"]["models"]["mlp-3gib"]["shared"] == [2.07] * 2
     assert loaded["settings"][python_key]["measured"]["file"].endswith("compile_record.json")
-    assert loaded["settings"][FORK]["measured"]["w"]["shared"] < 9
+    assert loaded["settings"][FORK]["measured"]["w"]["shared"] < 9  # none of the last three
+
+
+def test_a_measured_setting_no_choice_offers_is_one_error(tmp_path: Path) -> None:
+    case = _case({"wheel": "prototype", "model": "mlp-3gib", "offload": "on", "repeat": 1}, 2.0)
+    _with_cases(tmp_path, "compile_record.json", [case])
+    with pytest.raises(sizing.SizingError, match="prototype-cpp-offload-on.*add the value"):
+        sizing.load(repository=tmp_path)
 
 
 def test_partitioning_keeps_the_engines_bytes(data: Dict[str, Any]) -> None:
