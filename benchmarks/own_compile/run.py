@@ -141,13 +141,14 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
     # What it measured, then the result file.
     figures = measured.pop("figures")
     counted = {"shared": figures["sum_peak_w"] + 1}
+    phase = measured["peak_phase"] or "no phase marked"
     print(
         f"W = {figures['model_gib']:.3f} GiB; host + GPU peak {figures['sum_peak_w']:.2f} W "
         f"(host {figures['host_peak_w']:.2f} W, GPU {figures['gpu_peak_w']:.2f} W), "
         + COUNTING_NOTE.format(**counted),
         f"kept after the compile: host + GPU {figures['sum_kept_w']:.2f} W "
         f"(host {figures['host_kept_w']:.2f} W, GPU {figures['gpu_kept_w']:.2f} W)",
-        f"compile {figures['compile_s']:.1f} s; the peak in {measured['peak_phase'] or 'no phase marked'}",
+        f"compile {figures['compile_s']:.1f} s; the peak in {phase}",
         *phase_lines(measured["series"]["phases"]),
         sep="\n",
     )
