@@ -85,15 +85,16 @@ def _recorded_setting(case: Dict[str, Any]) -> Optional[Dict[str, str]]:
 
 def _source_text(document: Dict[str, Any], case: Dict[str, Any], file: str) -> str:
     """Where and with what a compile was measured: ``NVIDIA H200, torch-tensorrt-rtx 2.11.0,
-    TensorRT-RTX 1.4.0.76, compile_record.json of 2026-12-03``."""
+    TensorRT-RTX 1.4.0.76, compile_record.json of 2026-12-03 (overlay 26b76fbb)``: the
+    overlay is the fork wheel's."""
     versions = case.get("versions", {})
     package = versions.get("tensorrt_package", "tensorrt")
     distribution = "torch-tensorrt-rtx" if package == "tensorrt_rtx" else "torch-tensorrt"
     release = f"{distribution} {versions.get('torch_tensorrt', '?')}"
     builder = f"{BUILDERS.get(package, package)} {versions.get('tensorrt', '?')}"
     device = document["provenance"]["host"].get("device") or "an unnamed GPU"
-    when = document["provenance"]["date"][:10]
-    return f"{device}, {release}, {builder}, {Path(file).name} of {when}"
+    when, overlay = document["provenance"]["date"][:10], document["provenance"]["overlay_sha256"]
+    return f"{device}, {release}, {builder}, {Path(file).name} of {when} (overlay {overlay[:8]})"
 
 
 def measured_compiles(repository: Path = REPOSITORY) -> Dict[str, Dict[str, Any]]:
