@@ -67,7 +67,7 @@ LLAMA_8B.update(rope_theta=500000.0, tie_word_embeddings=False, use_cache=False)
 
 
 def build_model(name: str) -> Tuple[Any, Tuple[Any, ...]]:
-    """The model on the GPU and its example input.
+    """The model on the GPU and its example input (``MODULE:FUNCTION``: what that returns).
 
     The MLPs are He-initialised so that their output keeps its scale through 96 or 192 fp16
     layers (a model whose output is zero would hide any error); the LLM is transformers'
@@ -77,6 +77,10 @@ def build_model(name: str) -> Tuple[Any, Tuple[Any, ...]]:
     import torch
 
     torch.manual_seed(0)
+    if ":" in name:  # a user's own model: MODULE:FUNCTION returns (model, inputs)
+        module_name, function = name.split(":", 1)
+        model, inputs = getattr(importlib.import_module(module_name), function)()
+        return model, tuple(inputs)
     if name in MLPS:
         width, depth = MLPS[name]
         layers: List[torch.nn.Module] = []

@@ -7,9 +7,10 @@ Directives:
 * ``.. readme-table:: NAME``: the named table (``evidence.tables.TABLES``) with its notes, as the
   README shows it (the README holds a few of them; the docs show them all);
 * ``.. supported-matrix:: docsrc/_data/supported_matrix.json``: the matrix command's table;
-* the memory page's, from ``docsrc/_data/memory_terms.json`` (``evidence/sizing.py``):
+* the memory page's, from ``docsrc/_data/memory_terms.json`` and the compile benchmark's
+  results (``evidence/sizing.py``): ``memory-measured`` (every setting measured, its peaks),
   ``memory-terms`` (each term, its value and sources), ``memory-formulas`` (each setting's
-  peaks in W; ``:settings: fork fork-offload`` picks rows), ``memory-examples`` and
+  estimated peaks in W; ``:settings: KEY ...`` picks rows), ``memory-examples`` and
   ``sizing-calculator`` (``_templates/sizing.html`` rendered with the data, which it embeds
   for ``_static/sizing.js``, so that it works from ``file://``).
 
@@ -120,6 +121,8 @@ class MemoryDirective(SphinxDirective):
             table = sizing.formula_table(data, self.options.get("settings", "").split())
         elif self.name == "memory-examples":
             table = sizing.example_table(data)
+        elif self.name == "memory-measured":
+            table = sizing.measured_table(data, data["examples"]["models"][0])
         else:
             rows = [self.term_row(term) for term in data["terms"].values()]
             table = tables.Table(["term", "size", "source"], rows)
@@ -181,6 +184,28 @@ class SubstitutionCodeBlock(CodeBlock):
         return super().run()
 
 
+def peak_role(
+    name: str,
+    rawtext: str,
+    text: str,
+    lineno: int,
+    inliner: Inliner,
+    options: Optional[Dict[str, Any]] = None,
+    content: Sequence[str] = (),
+) -> Tuple[List[nodes.Node], List[nodes.system_message]]:
+    """``:peak:`SETTING MEMORY```: a measured setting's highest peak (``evidence.sizing``:
+    counting the model) in one memory (host, gpu, shared), inline: ``5.07 W``."""
+    words = text.split()
+    try:
+        measured = sizing.load()["settings"][words[0]]["measured"]
+        shown = f"{measured['w'][words[1]]:.2f} W"
+    except (IndexError, KeyError, TypeError, sizing.SizingError) as error:
+        message = inliner.reporter.error(f":peak:`{text}`: no such measurement ({error!r})")
+        return [inliner.problematic(rawtext, rawtext, message)], [message]
+    inliner.document.settings.env.note_dependency(str(sizing.DATA))
+    return [nodes.Text(shown)], []
+
+
 class LongLiterals(SphinxPostTransform):
     """Marks inline code with a word too long for a phone's line (a path) ``long-literal``,
     the one kind of inline code ``fork.css`` lets break inside a word."""
@@ -201,6 +226,8 @@ def setup(app: Sphinx) -> Dict[str, Any]:
     app.add_directive("readme-table", ReadmeTable)
     app.add_directive("supported-matrix", SupportedMatrix)
     app.add_role("result", result_role)
-    for name in ("memory-terms", "memory-formulas", "memory-examples", "sizing-calculator"):
+    app.add_role("peak", peak_role)
+    names = ["memory-measured", "memory-terms", "memory-formulas", "memory-examples"]
+    for name in [*names, "sizing-calculator"]:
         app.add_directive(name, MemoryDirective)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,1 @@
+"""Measure your own model's compile: ``python -m benchmarks run own-compile MODULE:FUNCTION``."""
