@@ -76,6 +76,9 @@ NOT_RUN_IN_CODE: Dict[str, str] = {
     "python -m build --sdist": "pip's isolated build downloads packaging and pip from PyPI",
     "python tools/patched_wheel matrix": "builds all 141 wheels of the supported matrix",
     "python -m benchmarks run compile": "needs --wheels, a GPU and TensorRT-RTX",
+    "python -m benchmarks run own-compile benchmarks.own_compile.example:small_llama": (
+        "compiles on a GPU with TensorRT, and needs transformers"
+    ),
 }
 
 # Commands that take the default release's official wheel for this Python, from the cache

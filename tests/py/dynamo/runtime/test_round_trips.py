@@ -31,6 +31,26 @@ pytestmark = [
 KEEP_VAR = "TORCHTRT_KEEP_SERIALIZED_ENGINE"
 WIDTH = 256
 
+# Round trips that failed on the GPU machine with the fork's 2.11.0 RTX wheel (+memfix1.5, H100,
+# 2026-12-05), each in upstream's code that the fork does not replace; the official wheel's run
+# of this file is still to be made. Marked strict: a round trip that starts to pass fails the
+# run, so that its mark is removed.
+UPSTREAM_STATE_DICT = (
+    "TorchTensorRTModule.get_extra_state asks `if self.engine:`, and the TorchScript engine "
+    "class has no __len__ or __bool__ (NotImplementedError)"
+)
+UPSTREAM_PYTHON_PICKLE = (
+    "PythonTorchTensorRTModule.__getstate__ keeps its CUDA stream: cannot pickle 'Stream'"
+)
+UPSTREAM_PYTHON_EXPORT = (
+    "torch_tensorrt.save of a PythonTorchTensorRTModule traces into the engine with fake "
+    "tensors (Cannot access data pointer of Tensor)"
+)
+
+
+def known_failure(request: pytest.FixtureRequest, reason: str) -> None:
+    request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
+
 
 @pytest.fixture(scope="module")
 def torch_tensorrt() -> Any:
@@ -94,8 +114,9 @@ def test_the_cpp_module_keeps_its_live_engine_and_no_bytes(
 ) -> None:
     if compiled.runtime != "cpp":
         pytest.skip("the C++ runtime's module")
-    if "memfix" not in torch_tensorrt.__version__:
-        pytest.skip(f"the official wheel ({torch_tensorrt.__version__}) keeps its bytes")
+    conversion = torch_tensorrt.dynamo.conversion._conversion
+    if not hasattr(conversion, "_cpp_engine_from_info"):
+        pytest.skip("the official wheel, or a release the engine-bytes fix does not reach")
     for engine in engines(compiled):
         assert engine.engine is not None
         assert engine.serialized_engine is None
@@ -129,9 +150,12 @@ def test_saved_and_loaded_in_a_fresh_process_gives_the_same_outputs(
     inputs: Tuple[torch.Tensor],
     output_format: str,
     tmp_path: Path,
+    request: pytest.FixtureRequest,
 ) -> None:
     if output_format == "torchscript" and compiled.runtime != "cpp":
         pytest.skip("TorchScript holds the C++ runtime's engines only")
+    if compiled.runtime == "python":
+        known_failure(request, UPSTREAM_PYTHON_EXPORT)
     suffix = ".ep" if output_format == "exported_program" else ".ts"
     saved, expected_file = tmp_path / f"module{suffix}", tmp_path / "expected.pt"
     torch_tensorrt.save(compiled, str(saved), output_format=output_format, arg_inputs=list(inputs))
@@ -153,15 +177,19 @@ def test_saved_and_loaded_in_a_fresh_process_gives_the_same_outputs(
 
 
 def test_pickle_and_deepcopy_give_the_same_outputs(
-    compiled: Any, inputs: Tuple[torch.Tensor]
+    compiled: Any, inputs: Tuple[torch.Tensor], request: pytest.FixtureRequest
 ) -> None:
+    if compiled.runtime == "python":
+        known_failure(request, UPSTREAM_PYTHON_PICKLE)
     with torch.no_grad():
         expected = compiled(*inputs)
         assert torch.equal(copy.deepcopy(compiled)(*inputs), expected)
         assert torch.equal(pickle.loads(pickle.dumps(compiled))(*inputs), expected)
 
 
-def test_state_dict_holds_the_engine(compiled: Any) -> None:
+def test_state_dict_holds_the_engine(compiled: Any, request: pytest.FixtureRequest) -> None:
+    if compiled.runtime == "cpp":
+        known_failure(request, UPSTREAM_STATE_DICT)
     state: Dict[str, Any] = compiled.state_dict()
     assert any(key.endswith(("_extra_state", "engine")) for key in state), sorted(state)
 
