@@ -24,6 +24,12 @@ def label() -> str:
     return release_label(max(load_overlay_releases().values()))
 
 
+def released_overlay_sha256() -> str:
+    """The sha256 of the newest released overlay: the fork whose figures the docs give."""
+    releases = load_overlay_releases()
+    return max(releases, key=releases.__getitem__)
+
+
 def patched_version() -> str:
     """The newest release's patched version, ``2.14.0+memfix1.4``."""
     return f"{NEWEST_RELEASE}+{label()}"

@@ -24,7 +24,7 @@ from typing import Any, Dict, Optional, Sequence
 
 from patched_wheel.matrix import README_COMMAND
 
-from evidence import REPOSITORY, tables
+from evidence import REPOSITORY, facts, tables
 from evidence.result import ResultError, find_case
 from evidence.result import load as load_result
 
@@ -45,7 +45,7 @@ COUNTING_THE_MODEL = {"host": 0.0, "gpu": 1.0, "shared": 1.0}
 CHOICES = ("wheel", "runtime", "offload", "trim", "partitioning")
 # A compile case's parameters that a setting describes; a case with another (a setting added
 # to the benchmark later) describes none until the choices offer it.
-KNOWN_PARAMETERS = {"wheel", "model", "offload", "trim", "runtime", "options", "repeat"}
+KNOWN_PARAMETERS = {"wheel", "model", "offload", "trim", "runtime", "options", "repeat", "save"}
 REFUSED = "the budget is too small: upstream's partitioner refuses the model"
 BUILDERS = {"tensorrt_rtx": "TensorRT-RTX", "tensorrt": "TensorRT"}
 
@@ -103,7 +103,8 @@ def measured_compiles(repository: Path = REPOSITORY) -> Dict[str, Dict[str, Any]
     """Every setting the compile benchmark measured, by :func:`setting_key`: per model, the
     lowest and highest peak of its runs in W counting the model (:data:`COUNTING_THE_MODEL`),
     and where it was measured. The record's cases first; another compile result file only for
-    a setting the record lacks, newest first."""
+    a setting and model the record lacks, newest first. The fork's cases count only where they
+    measured the newest released overlay."""
     documents = []
     for path in sorted((repository / "benchmarks" / "results").glob("*.json")):
         try:
@@ -116,13 +117,17 @@ def measured_compiles(repository: Path = REPOSITORY) -> Dict[str, Dict[str, Any]
     documents.sort(key=lambda item: item[0] != RECORD)  # stable: the record, then the newest
 
     found: Dict[str, Dict[str, Any]] = {}
+    released = facts.released_overlay_sha256()
     for file, document in documents:
-        claimed = set(found)
+        claimed = {(key, model) for key, entry in found.items() for model in entry["models"]}
+        current = document["provenance"]["overlay_sha256"] == released
         for case in document["cases"]:
             setting = _recorded_setting(case)
             key = setting_key(setting) if setting else None
-            if key is None or key in claimed:
+            if key is None or (key, case["parameters"]["model"]) in claimed:
                 continue
+            if setting and setting["wheel"] == "fork" and not current:
+                continue  # an earlier release of the fork: not what the fork does now
             entry = found.setdefault(key, {"file": file, "models": {}, "sources": []})
             source = _source_text(document, case, file)
             if source not in entry["sources"]:

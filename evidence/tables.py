@@ -153,8 +153,13 @@ EVERY_MOVE = MEMORY + ["largest_tensor_bytes", "host_after_minus_W_MiB", "second
 BUILD = ["seconds", "ratio_to_plain_read", "target_ratio"]
 COMPILE = ["sum_peak_w", "host_peak_w", "gpu_peak_w", "sum_kept_w", "compile_s"]
 COMPILE += ["max_abs_error"]
+SAVE_LOAD = ["save_ts_peak_w", "save_ts_s", "load_ts_peak_w", "load_ts_kept_w", "load_ts_s"]
+SAVE_LOAD += ["load_ts_equal"]
 TABLES: Dict[str, Tuple[str, List[str], bool]] = {
     "compile": ("compile_record", COMPILE, False),
+    "compile-3gib-official": ("compile_save_load", COMPILE, False),
+    "compile-3gib-fork": ("compile_fork_3gib", COMPILE, False),
+    "compile-save-load": ("compile_save_load", SAVE_LOAD, False),
     "compile-settings": ("compile_settings", COMPILE, False),
     "offload-memory": ("offload_headline", MEMORY, True),
     "offload-speed": ("offload_headline_timing", SPEED, False),
@@ -175,7 +180,7 @@ TABLES: Dict[str, Tuple[str, List[str], bool]] = {
 # the plot of the benchmarks page, evidence.plots): (result file, the cases side by side).
 COMPILE_CASES = (
     "compile_record",
-    ["official-mlp-3gib-offload-on-r1", "fork-mlp-3gib-offload-on-r1"],
+    ["official-mlp-12gib-offload-on-r1", "fork-mlp-12gib-offload-on-r1"],
 )
 PHASE_TABLES = {"compile-phases": COMPILE_CASES}
 TABLE_NAMES = [*TABLES, *PHASE_TABLES]
@@ -194,16 +199,35 @@ def table(name: str, results: Path = RESULTS) -> Table:
 
 def phase_table(document: Dict[str, Any], case_ids: Sequence[str]) -> Table:
     """Each phase of the cases' compiles (``series.phases``): host and GPU at its start and the
-    host + GPU peak inside it, in W, a column pair per case, so every W of a peak is named."""
+    host + GPU peak inside it, in W, a column pair per case, so every W of a peak is named.
+    The cases' phases are matched by name and by which call of that name they are (the fork
+    makes calls the official wheel does not); a case without a row's phase shows ``-``."""
     cases = [find_case(document, case_id) for case_id in case_ids]
     header = ["phase"]
     for entry in cases:
         header += [f"{entry['label']}: at its start (host, GPU)", "host + GPU peak inside"]
+    by_case: List[Dict[Tuple[str, int], Dict[str, Any]]] = []
+    order: List[Tuple[str, int]] = []
+    for entry in cases:
+        seen: Dict[str, int] = {}
+        phases: Dict[Tuple[str, int], Dict[str, Any]] = {}
+        previous = -1
+        for phase in entry["series"]["phases"]:
+            seen[phase["name"]] = seen.get(phase["name"], 0) + 1
+            key = (phase["name"], seen[phase["name"]])
+            phases[key] = phase
+            if key not in order:
+                order.insert(previous + 1, key)
+            previous = order.index(key)
+        by_case.append(phases)
     rows = []
-    for index, phase in enumerate(cases[0]["series"]["phases"]):
-        row = [phase["name"]]
-        for entry in cases:
-            found = entry["series"]["phases"][index]
+    for key in order:
+        row = [key[0]]
+        for phases in by_case:
+            found = phases.get(key)
+            if found is None:
+                row += ["-", "-"]
+                continue
             row += [f"{found['host_start_w']:.2f} W, {found['gpu_start_w']:.2f} W"]
             row += [f"{found['sum_peak_w']:.2f} W"]
         rows.append(row)

@@ -23,7 +23,7 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
 
-from evidence import sizing
+from evidence import facts, sizing
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 CALCULATOR = REPOSITORY / "docsrc" / "_static" / "sizing.js"
@@ -196,7 +196,7 @@ def test_new_cases_of_the_record_flow_in_by_their_parameters(tmp_path: Path) -> 
     repeat (a range over the runs), the runtime as a parameter; a failed case and one with
     other compile options are left out; the record wins over another result file."""
     new = {"wheel": "fork", "model": "llama-8b", "offload": "on", "trim": "default"}
-    python = {"wheel": "fork", "model": "mlp-3gib", "offload": "on", "runtime": "python"}
+    python = {"wheel": "fork", "model": "llama-8b", "offload": "on", "runtime": "python"}
     cases = [
         _case({**new, "repeat": 1}, 3.05),
         _case({**new, "repeat": 2}, 3.01),
@@ -213,7 +213,7 @@ def test_new_cases_of_the_record_flow_in_by_their_parameters(tmp_path: Path) -> 
     assert fork["models"]["llama-8b"]["runs"] == 2
     assert "mlp-3gib" in fork["models"]
     python_key = "fork-python-offload-on-trim-default-whole"
-    assert loaded["settings"][python_key]["measured"]["models"]["mlp-3gib"]["shared"] == [2.07] * 2
+    assert loaded["settings"][python_key]["measured"]["models"]["llama-8b"]["shared"] == [2.07] * 2
     assert loaded["settings"][python_key]["measured"]["file"].endswith("compile_record.json")
     assert loaded["settings"][FORK]["measured"]["w"]["shared"] < 9  # none of the last three
 
@@ -444,7 +444,8 @@ def test_calculator_in_a_browser(
 def _record_cases() -> List[Dict[str, Any]]:
     """Every case the compile benchmark measured in a setting the calculator offers, read from
     the result files as the benchmark wrote them: the record's, then another file's for a
-    setting the record lacks (the newest first)."""
+    setting and model the record lacks (the newest first); the fork's only where they measured
+    the newest released overlay."""
     documents = []
     for path in (REPOSITORY / "benchmarks" / "results").glob("*.json"):
         document = json.loads(path.read_text(encoding="utf-8"))
@@ -452,9 +453,13 @@ def _record_cases() -> List[Dict[str, Any]]:
             documents.append((path.name != "compile_record.json", document))
     documents.sort(key=lambda item: (item[0], [-ord(c) for c in item[1]["provenance"]["date"]]))
     found: List[Dict[str, Any]] = []
+    released = facts.released_overlay_sha256()
     for _, document in documents:
-        claimed = {case["setting"] for case in found}
+        claimed = {(case["setting"], case["case"]["parameters"]["model"]) for case in found}
+        current = document["provenance"]["overlay_sha256"] == released
         for case in document["cases"]:
+            if case["parameters"]["wheel"] == "fork" and not current:
+                continue
             parameters = dict(case["parameters"])
             options = dict(parameters.pop("options", None) or {})
             python = options.pop("use_python_runtime", False)
@@ -469,7 +474,7 @@ def _record_cases() -> List[Dict[str, Any]]:
                 }
             )
             key = json.dumps(setting, sort_keys=True)
-            if key not in claimed:
+            if (key, parameters["model"]) not in claimed:
                 found.append(
                     {
                         "setting": key,

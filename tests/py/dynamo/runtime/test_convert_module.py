@@ -94,7 +94,7 @@ class RuntimeModule:
         self, *, serialized_engine: Optional[bytes], name: str, settings: Settings, **kwargs: Any
     ):
         self.made_with = dict(kwargs, serialized_engine=serialized_engine, name=name)
-        self.serialized_engine = serialized_engine
+        self.serialized_engine: Optional[bytes] = serialized_engine
         self.name = name
         self.engine: Any = None
         if serialized_engine and not settings.lazy_engine_init:
