@@ -215,7 +215,8 @@ def test_new_cases_of_the_record_flow_in_by_their_parameters(tmp_path: Path) -> 
     python_key = "fork-python-offload-on-trim-default-whole"
     assert loaded["settings"][python_key]["measured"]["models"]["llama-8b"]["shared"] == [2.07] * 2
     assert loaded["settings"][python_key]["measured"]["file"].endswith("compile_record.json")
-    assert loaded["settings"][FORK]["measured"]["w"]["shared"] < 9  # none of the last three
+    offload_off = loaded["settings"][FORK]["measured"]  # none of the last three counts
+    assert offload_off is None or offload_off["w"]["shared"] < 9
 
 
 def test_a_measured_setting_no_choice_offers_is_one_error(tmp_path: Path) -> None:
