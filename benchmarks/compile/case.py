@@ -206,6 +206,25 @@ def _save_each_format(
     return spans
 
 
+def _start_sampler() -> Tuple["subprocess.Popen[bytes]", Path]:
+    """The sampler process beside this one (``sampler.py``), and the file it will write."""
+    samples_file = Path(tempfile.mkdtemp()) / "samples.txt"
+    sampling = [str(os.getpid()), str(INTERVAL_S), str(samples_file)]
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.compile.sampler", *sampling], cwd=REPOSITORY
+    )
+    return watcher, samples_file
+
+
+def _stop_sampler(
+    watcher: "subprocess.Popen[bytes]", samples_file: Path
+) -> List[Tuple[float, int, int]]:
+    """Stop the sampler and read what it wrote."""
+    watcher.terminate()
+    watcher.wait(timeout=60)
+    return sampler.read_samples(samples_file)
+
+
 def load_case(path: str, inputs_file: str) -> Dict[str, Any]:
     """``torch_tensorrt.load`` of a saved module in this fresh process, then one run: the
     host + GPU peak above the values once torch_tensorrt is imported and CUDA is up, and
@@ -216,11 +235,7 @@ def load_case(path: str, inputs_file: str) -> Dict[str, Any]:
     data = torch.load(inputs_file)
     torch.cuda.init()
     gpu_used = sampler.gpu_used_reader()
-    samples_file = Path(tempfile.mkdtemp()) / "samples.txt"
-    sampling = [str(os.getpid()), str(INTERVAL_S), str(samples_file)]
-    watcher = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.compile.sampler", *sampling], cwd=REPOSITORY
-    )
+    watcher, samples_file = _start_sampler()
     time.sleep(0.5)
     before = memory.process_bytes() + gpu_used()
     start = time.monotonic()
@@ -232,9 +247,7 @@ def load_case(path: str, inputs_file: str) -> Dict[str, Any]:
     end = time.monotonic()
     time.sleep(0.5)
     kept = memory.process_bytes() + gpu_used() - before
-    watcher.terminate()
-    watcher.wait(timeout=60)
-    samples = sampler.read_samples(samples_file)
+    samples = _stop_sampler(watcher, samples_file)
     peak = max([h + g for t, h, g in samples if start <= t <= end] or [before]) - before
     output = output[0] if isinstance(output, (tuple, list)) else output
     return {
@@ -268,11 +281,7 @@ def run_case(
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
     gpu_used = sampler.gpu_used_reader()
-    samples_file = Path(tempfile.mkdtemp()) / "samples.txt"
-    sampling = [str(os.getpid()), str(INTERVAL_S), str(samples_file)]
-    watcher = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.compile.sampler", *sampling], cwd=REPOSITORY
-    )
+    watcher, samples_file = _start_sampler()
     marks: List[Mark] = []
     phases = install_marks(marks)
     time.sleep(0.5)
@@ -295,9 +304,7 @@ def run_case(
     folder = Path(tempfile.mkdtemp())
     python_runtime = bool((options or {}).get("use_python_runtime"))
     saves = _save_each_format(compiled, inputs, folder, python_runtime) if save else {}
-    watcher.terminate()
-    watcher.wait(timeout=60)
-    samples = sampler.read_samples(samples_file)
+    samples = _stop_sampler(watcher, samples_file)
     analysed = analyse(
         samples,
         marks,
