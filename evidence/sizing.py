@@ -382,7 +382,10 @@ def measured_table(data: Dict[str, Any], example: Dict[str, Any]) -> tables.Tabl
     where it was measured and order the settings by their peak."""
     weights = example["weights"]
     header = ["setting", "host + GPU peak", "host peak", "GPU peak"]
-    header += [f"{example['name']} (W = {gb(weights)}), host + GPU", "standard TensorRT, estimate"]
+    header += [
+        f"{example['name']} (W = {gb(weights)}), host + GPU: the measured multiple x W",
+        "standard TensorRT, estimate",
+    ]
     measured = [data["settings"][key] for key in data["measured_keys"]]
     rows = []
     for setting in measured:
@@ -424,7 +427,10 @@ def example_cell(data: Dict[str, Any], weights: float, machine_id: str) -> str:
     result = recommend(data, weights, limits)
     setting = data["settings"][result["setting"]]
     if "measured" in result:
-        shown = {memory: gb(result["measured"][memory]) + " measured" for memory in limits}
+        shown = {
+            memory: gb(result["measured"][memory]) + " by the measured multiple"
+            for memory in limits
+        }
     else:
         shown = {m: span(result["peaks"][m]["low"], result["peaks"][m]["high"]) for m in limits}
     figures = ", ".join(f"{MEMORIES[m]} {text}" for m, text in shown.items())
