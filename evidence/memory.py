@@ -16,14 +16,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional, Union
 
-import psutil
-
 
 def process_bytes(pid: Optional[int] = None) -> int:
     """The anonymous resident memory of process ``pid`` (default: this one), in bytes.
 
     Raises :class:`psutil.NoSuchProcess` once ``pid`` has exited (how a sampler ends).
+    psutil is imported here, not with the module: the docs build reads result files through
+    :mod:`evidence.result`, which imports this module, and needs no psutil.
     """
+    import psutil
+
     info = psutil.Process(pid).memory_info()
     return int(info.rss - info.shared)
 
