@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
 
-from evidence import RESULTS, result
+from evidence import REPOSITORY, RESULTS, result
 
 COMMITTED = sorted(RESULTS.glob("*.json"))
 
@@ -98,3 +100,17 @@ def test_a_written_result_reads_back_with_only_the_measures_it_uses(tmp_path: Pa
 def test_an_unknown_case_names_the_ids_there_are() -> None:
     with pytest.raises(result.ResultError, match="no case 'z'; ids: a, b"):
         result.find_case(small_result([small_case("a", "A", 1), small_case("b", "B", 2)]), "z")
+
+
+def test_reading_and_presenting_results_needs_no_psutil() -> None:
+    """The docs build installs docsrc/requirements.txt only: reading, tabling and sizing the
+    result files must import without psutil, which only the measuring needs."""
+    code = (
+        "import sys; sys.modules['psutil'] = None\n"
+        "import evidence.result, evidence.tables, evidence.sizing\n"
+        "evidence.tables.table('compile')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPOSITORY, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
